@@ -1,0 +1,163 @@
+"""Node classes, application profiles and cluster layouts, read from the YAML files under ``mrsched/data``.
+
+The simulator and the node emulator build their hidden node physics and task demands from here; a class's
+``source`` names the seed table it reproduces.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mrsched.core.physics import NodeCapability, TaskDemand
+
+TaskType = Literal["map", "reduce"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class PhysicsSpec(_Strict):
+    cpu_rate: float = Field(1.0, alias="cpuRate", gt=0)
+    disk_rate: float = Field(1.0, alias="diskRate", gt=0)
+    overhead_s: float = Field(1.0, alias="overheadS", ge=0)
+    network_mbps: float = Field(125.0, alias="networkMBps", gt=0)
+    noise_sigma: float = Field(0.05, alias="noiseSigma", ge=0)
+    cpu_contention: float = Field(0.2, alias="cpuContention", ge=0)
+    disk_contention: float = Field(0.1, alias="diskContention", ge=0)
+    swap_penalty: float = Field(10.0, alias="swapPenalty", ge=0)
+    oom_ratio: float = Field(1.5, alias="oomRatio", ge=1)
+
+
+class NodeClass(_Strict):
+    name: str = ""
+    source: str = ""
+    cores: int = Field(ge=1)
+    memory_mib: int = Field(alias="memoryMiB", ge=64)
+    pods: int = Field(110, ge=1)
+    physics: PhysicsSpec = PhysicsSpec()
+
+    def capability(self) -> NodeCapability:
+        p = self.physics
+        return NodeCapability(
+            cores=self.cores,
+            memory_mb=self.memory_mib * 1.048576,
+            cpu_rate=p.cpu_rate,
+            disk_rate=p.disk_rate,
+            overhead_s=p.overhead_s,
+            network_mbps=p.network_mbps,
+            noise_sigma=p.noise_sigma,
+            cpu_contention=p.cpu_contention,
+            disk_contention=p.disk_contention,
+            swap_penalty=p.swap_penalty,
+            oom_ratio=p.oom_ratio,
+        )
+
+
+class TaskProfile(_Strict):
+    """Demand of one task as an affine function of its input size in MB."""
+
+    cpu_s: float = Field(0.0, alias="cpuS", ge=0)
+    cpu_s_per_mb: float = Field(0.0, alias="cpuSPerMB", ge=0)
+    read_mb: float = Field(0.0, alias="readMB", ge=0)
+    read_per_input: float = Field(0.0, alias="readPerInput", ge=0)
+    write_mb: float = Field(0.0, alias="writeMB", ge=0)
+    write_per_input: float = Field(0.0, alias="writePerInput", ge=0)
+    memory_mb: float = Field(256.0, alias="memoryMB", ge=0)
+
+    def demand(self, input_mb: float, *, network_mb: float = 0.0) -> TaskDemand:
+        return TaskDemand(
+            cpu_s=self.cpu_s + self.cpu_s_per_mb * input_mb,
+            read_mb=self.read_mb + self.read_per_input * input_mb,
+            write_mb=self.write_mb + self.write_per_input * input_mb,
+            network_mb=network_mb,
+            memory_mb=self.memory_mb,
+        )
+
+
+class Application(_Strict):
+    map: TaskProfile
+    reduce: TaskProfile | None = None
+
+    def profile(self, task_type: TaskType) -> TaskProfile:
+        if task_type == "reduce":
+            if self.reduce is None:
+                raise CatalogError("this application is map-only: it has no reduce tasks")
+            return self.reduce
+        return self.map
+
+
+class NodeGroup(_Strict):
+    node_class: str = Field(alias="class")
+    count: int = Field(1, ge=1)
+    zone: str = "zone-a"
+    rack: str = "rack-1"
+    name_prefix: str | None = Field(None, alias="namePrefix")
+
+
+class ClusterLayout(_Strict):
+    name: str = "cluster"
+    nodes: list[NodeGroup] = Field(min_length=1)
+
+
+class CatalogError(ValueError):
+    """A catalog file or a lookup in it is wrong; the message says what to fix."""
+
+
+def _read_yaml(path: Path | None, packaged: str) -> Any:
+    if path is not None:
+        text = Path(path).read_text()
+    else:
+        text = resources.files("mrsched").joinpath("data", packaged).read_text()
+    return yaml.safe_load(text)
+
+
+def _validated(model: type[BaseModel], data: Any, what: str) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise CatalogError(f"{what}: {err}") from None
+
+
+@cache
+def node_classes(path: Path | None = None) -> dict[str, NodeClass]:
+    raw = _read_yaml(path, "node_classes.yaml")["classes"]
+    return {
+        name: _validated(NodeClass, {**spec, "name": name}, f"node class {name!r}")
+        for name, spec in raw.items()
+    }
+
+
+@cache
+def applications(path: Path | None = None) -> dict[str, Application]:
+    raw = _read_yaml(path, "applications.yaml")["applications"]
+    return {name: _validated(Application, spec, f"application {name!r}") for name, spec in raw.items()}
+
+
+def node_class(name: str, path: Path | None = None) -> NodeClass:
+    classes = node_classes(path)
+    if name not in classes:
+        raise CatalogError(f"unknown node class {name!r}; known classes: {', '.join(sorted(classes))}")
+    return classes[name]
+
+
+def application(name: str, path: Path | None = None) -> Application:
+    apps = applications(path)
+    if name not in apps:
+        raise CatalogError(f"unknown application {name!r}; known applications: {', '.join(sorted(apps))}")
+    return apps[name]
+
+
+def load_cluster_layout(path: Path | str | None = None) -> ClusterLayout:
+    """A cluster file (see ``data/clusters/default.yaml``); the packaged default when ``path`` is None."""
+    data = _read_yaml(Path(path) if path else None, "clusters/default.yaml")
+    layout: ClusterLayout = _validated(ClusterLayout, data, f"cluster file {path or 'default'}")
+    for group in layout.nodes:
+        node_class(group.node_class)  # fail early on a typo, naming the known classes
+    return layout

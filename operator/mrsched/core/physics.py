@@ -1,0 +1,415 @@
+"""The hidden physics of a node: how long tasks take, alone and together.
+
+One model serves two callers: the offline simulator and the node emulator's *model mode*. Schedulers never
+see its parameters; they must learn them from task outcomes, as on a real cluster.
+
+Alone, a task's time is seed 002's static model (Gupta, Eq 3.1/3.2): it uses one resource after another,
+
+    T = Ω + θn/βn + θc/κc + θd/κd
+
+(start-up overhead Ω, network transfer, CPU work θc in reference-core seconds at capability κc, disk work θd
+in reference-disk seconds at capability κd; the network term is zero for local input, where Eq 3.2 applies
+exactly).
+
+Together, tasks share the node as a fluid (processor-sharing) model, integrated exactly between events:
+
+* CPU: m CPU consumers (tasks in their CPU phase plus hog threads) share C cores, each getting min(1, C/m)
+  of a core; beyond the core count every consumer also pays cache and context-switch cost
+  ``1 + cpu_contention·(m − C)/C``. Identical CPU-bound tasks therefore stretch by exactly max(1, k/C) until
+  the cores are full, then super-linearly: T ∝ (k/C)·(1 + a(k−C)/C), quadratic in load as seed 002 §4.2 observed
+  (its Eq 4.12 fits t = λ + c·αc·Lc² + d·αd·Ld²).
+* Disk: s concurrent streams (tasks in their disk phase plus hog streams) share the bandwidth, and seeks
+  thrash as streams grow: each stream gets κd / (s·(1 + disk_contention·(s − 1))).
+* Network: flows in their network phase share the NIC equally (the simulator may pass a smaller per-flow
+  bandwidth for rack uplinks).
+* Memory: tasks' memory beyond the node's costs heavily (swapping divides every rate by
+  ``1 + swap_penalty·(r − 1)`` at over-subscription ratio r); a start that would push r past ``oom_ratio``
+  is killed as the kernel's OOM killer would.
+
+Faults (seed 002 §5.2.6): a CPU hog adds ``intensity`` busy loops per core; a disk hog adds ``intensity``
+writing streams; lost cores remove ``intensity`` cores; each from ``start_s`` to ``end_s`` (open-ended when
+None). Noise: each task's work is scaled by a log-normal factor with the node's σ, drawn deterministically
+from the seed, the node and the task id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Literal
+
+#: Disk bandwidth of the reference machine (κd = 1), in MB/s: converts bytes moved into θd.
+REFERENCE_DISK_MBPS = 100.0
+#: Share of the start-up overhead Ω that burns CPU (JVM or interpreter start), for usage accounting.
+OVERHEAD_CPU_SHARE = 0.5
+_EPS = 1e-9
+
+FaultKind = Literal["cpu-hog", "disk-hog", "lost-cores"]
+
+
+@dataclass(frozen=True)
+class NodeCapability:
+    """Hidden per-node parameters (seed 002 Table 3.1 gives κc, κd and Ω for its cluster)."""
+
+    cores: int
+    memory_mb: float
+    cpu_rate: float = 1.0  # κc: reference-core seconds of CPU work per second, per core
+    disk_rate: float = 1.0  # κd: reference-disk seconds of disk work per second
+    overhead_s: float = 1.0  # Ω
+    network_mbps: float = 1000.0 / 8  # NIC bandwidth, MB/s (1 Gbit/s)
+    noise_sigma: float = 0.05  # σ of the log-normal noise on a task's work
+    cpu_contention: float = 0.2  # a: extra cost per consumer beyond the core count, relative to C
+    disk_contention: float = 0.1  # b: seek thrashing per extra concurrent stream
+    swap_penalty: float = 10.0
+    oom_ratio: float = 1.5
+
+    def __post_init__(self) -> None:
+        if self.cores < 1 or self.memory_mb <= 0:
+            raise ValueError("a node needs at least one core and some memory")
+        if min(self.cpu_rate, self.disk_rate, self.network_mbps) <= 0:
+            raise ValueError("cpu_rate, disk_rate and network_mbps must be positive")
+        if min(self.overhead_s, self.noise_sigma, self.cpu_contention, self.disk_contention) < 0:
+            raise ValueError("overhead_s, noise_sigma and the contention factors must not be negative")
+
+
+@dataclass(frozen=True)
+class TaskDemand:
+    """What one task needs: θ = (θc, θd) of seed 002 plus network transfer and memory."""
+
+    cpu_s: float = 0.0  # θc: CPU work in reference-core seconds
+    read_mb: float = 0.0  # local disk reads
+    write_mb: float = 0.0  # local disk writes
+    network_mb: float = 0.0  # non-local input or shuffle bytes fetched over the network
+    memory_mb: float = 0.0
+
+    @property
+    def disk_s(self) -> float:
+        """θd: disk work in reference-disk seconds."""
+        return (self.read_mb + self.write_mb) / REFERENCE_DISK_MBPS
+
+    def scaled(self, factor: float) -> TaskDemand:
+        """The same task with its work (not its memory) multiplied by ``factor``."""
+        return replace(
+            self,
+            cpu_s=self.cpu_s * factor,
+            read_mb=self.read_mb * factor,
+            write_mb=self.write_mb * factor,
+            network_mb=self.network_mb * factor,
+        )
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A soft fault on one node (seed 002 §5.2.6: CPU hogging, disk hogging; Fig 6.2: lost cores)."""
+
+    kind: FaultKind
+    start_s: float
+    end_s: float | None = None
+    intensity: float = 1.0
+
+    def active(self, now: float) -> bool:
+        return self.start_s <= now + _EPS and (self.end_s is None or now + _EPS < self.end_s)
+
+
+def isolated_duration(cap: NodeCapability, demand: TaskDemand) -> float:
+    """Seed 002 Eq 3.2 (plus the network term): the task's time alone on an idle node, without noise."""
+    return (
+        cap.overhead_s
+        + demand.network_mb / cap.network_mbps
+        + demand.cpu_s / cap.cpu_rate
+        + demand.disk_s / cap.disk_rate
+    )
+
+
+class Phase(Enum):
+    """The resources a task uses one after another (seed 002 Eq 3.1's assumption)."""
+
+    OVERHEAD = "overhead"
+    NETWORK = "network"
+    CPU = "cpu"
+    DISK = "disk"
+
+
+_PHASE_ORDER = (Phase.OVERHEAD, Phase.NETWORK, Phase.CPU, Phase.DISK)
+
+
+@dataclass
+class TaskUsage:
+    """What a finished task consumed, in the units of the worker's usage report."""
+
+    cpu_s: float = 0.0
+    read_bytes: int = 0
+    written_bytes: int = 0
+    network_bytes: int = 0
+    peak_memory_mb: float = 0.0
+
+
+@dataclass
+class TaskOutcome:
+    task_id: str
+    started_s: float
+    finished_s: float
+    usage: TaskUsage
+    oom_killed: bool = False
+
+    @property
+    def duration_s(self) -> float:
+        return self.finished_s - self.started_s
+
+
+@dataclass
+class NodeCounters:
+    """Cumulative node-level counters, with node_exporter's meaning (seconds of CPU per mode, bytes)."""
+
+    cpu_busy_s: float = 0.0  # user + system time of tasks and hogs, summed over cores
+    cpu_iowait_s: float = 0.0  # idle cores while disk streams wait
+    disk_read_bytes: float = 0.0
+    disk_written_bytes: float = 0.0
+    network_receive_bytes: float = 0.0
+    network_transmit_bytes: float = 0.0
+
+
+@dataclass
+class _Running:
+    task_id: str
+    demand: TaskDemand  # already scaled by the task's noise factor
+    started_s: float
+    phase_index: int = 0
+    remaining: float = 0.0  # seconds (overhead) or work units of the current phase
+    usage: TaskUsage = field(default_factory=TaskUsage)
+
+    @property
+    def phase(self) -> Phase:
+        return _PHASE_ORDER[self.phase_index]
+
+
+@dataclass(frozen=True)
+class _Rates:
+    per_task: dict[str, float]  # progress per second of each task's current phase
+    busy_cores: float
+    cpu_share: float  # fraction of a core each CPU consumer holds
+    disk_streams: float
+
+
+def noise_factor(seed: int, node: str, task_id: str, sigma: float) -> float:
+    """Log-normal work multiplier with median 1, the same for the same (seed, node, task)."""
+    if sigma <= 0:
+        return 1.0
+    digest = hashlib.blake2b(f"{seed}/{node}/{task_id}".encode(), digest_size=8).digest()
+    return math.exp(random.Random(int.from_bytes(digest, "big")).gauss(0.0, sigma))
+
+
+class NodeModel:
+    """One node's running tasks under the fluid contention model; time is explicit (model seconds).
+
+    Callers start and stop tasks at times they choose and call :meth:`advance` to move the clock; finished
+    tasks are collected with :meth:`pop_finished`. :meth:`next_event_s` says when the next phase change or
+    fault boundary happens, so an event loop knows how long it may sleep.
+    """
+
+    def __init__(self, name: str, capability: NodeCapability, *, seed: int = 0, now: float = 0.0) -> None:
+        self.name = name
+        self.capability = capability
+        self.seed = seed
+        self.now = now
+        self.faults: list[Fault] = []
+        self.counters = NodeCounters()
+        self._running: dict[str, _Running] = {}
+        self._finished: list[TaskOutcome] = []
+
+    # --- inputs -------------------------------------------------------------------------------------------
+
+    def add_fault(self, fault: Fault) -> None:
+        self.faults.append(fault)
+
+    def clear_faults(self, now: float) -> None:
+        """End every active fault at ``now`` (after advancing to it)."""
+        self.advance(now)
+        self.faults = [replace(f, end_s=now) if f.active(now) else f for f in self.faults if f.start_s <= now]
+
+    def start(self, task_id: str, demand: TaskDemand, now: float) -> bool:
+        """Start a task at ``now``. Returns False, recording an OOM-killed outcome, when memory would pass
+        ``oom_ratio`` times the node's."""
+        if task_id in self._running:
+            raise ValueError(f"task {task_id} already runs on {self.name}")
+        self.advance(now)
+        factor = noise_factor(self.seed, self.name, task_id, self.capability.noise_sigma)
+        task = _Running(task_id, demand.scaled(factor), now, remaining=self.capability.overhead_s * factor)
+        task.usage.peak_memory_mb = demand.memory_mb
+        if (self.memory_used_mb() + demand.memory_mb) > self.capability.oom_ratio * self.capability.memory_mb:
+            self._finished.append(TaskOutcome(task_id, now, now, task.usage, oom_killed=True))
+            return False
+        if self._skip_empty_phases(task):  # no work at all: done the moment it starts
+            self._finished.append(TaskOutcome(task_id, now, now, task.usage))
+        else:
+            self._running[task_id] = task
+        return True
+
+    def stop(self, task_id: str, now: float) -> TaskUsage | None:
+        """Kill a running task at ``now``; returns what it had consumed, or None if it was not running."""
+        self.advance(now)
+        task = self._running.pop(task_id, None)
+        return task.usage if task else None
+
+    # --- state --------------------------------------------------------------------------------------------
+
+    @property
+    def running_ids(self) -> list[str]:
+        return list(self._running)
+
+    def memory_used_mb(self) -> float:
+        return sum(t.demand.memory_mb for t in self._running.values())
+
+    def effective_cores(self, now: float | None = None) -> int:
+        t = self.now if now is None else now
+        lost = sum(f.intensity for f in self.faults if f.kind == "lost-cores" and f.active(t))
+        return max(1, self.capability.cores - int(lost))
+
+    def cpu_hog_threads(self) -> float:
+        return sum(f.intensity for f in self.faults if f.kind == "cpu-hog" and f.active(self.now)) * (
+            self.effective_cores()
+        )
+
+    def disk_hog_streams(self) -> float:
+        return sum(f.intensity for f in self.faults if f.kind == "disk-hog" and f.active(self.now))
+
+    def runnable(self) -> float:
+        """Threads running or waiting for CPU or disk: what Linux's load average counts."""
+        in_work = sum(1 for t in self._running.values() if t.phase is not Phase.NETWORK)
+        return in_work + self.cpu_hog_threads() + self.disk_hog_streams()
+
+    def pop_finished(self) -> list[TaskOutcome]:
+        done, self._finished = self._finished, []
+        return done
+
+    # --- the fluid model ----------------------------------------------------------------------------------
+
+    def _rates(self) -> _Rates:
+        """Per-task progress rate of each task's current phase, and the node-wide sharing that sets it."""
+        cap = self.capability
+        cores = self.effective_cores()
+        in_phase: dict[Phase, list[_Running]] = {p: [] for p in Phase}
+        for task in self._running.values():
+            in_phase[task.phase].append(task)
+        consumers = len(in_phase[Phase.CPU]) + self.cpu_hog_threads()
+        streams = len(in_phase[Phase.DISK]) + self.disk_hog_streams()
+        flows = len(in_phase[Phase.NETWORK])
+        ratio = self.memory_used_mb() / cap.memory_mb
+        swap = 1.0 + cap.swap_penalty * (ratio - 1.0) if ratio > 1.0 else 1.0
+
+        cpu_share = min(1.0, cores / consumers) if consumers else 1.0
+        cpu_cost = 1.0 + cap.cpu_contention * max(0.0, consumers - cores) / cores
+        disk_share = 1.0 / (streams * (1.0 + cap.disk_contention * (streams - 1))) if streams else 1.0
+        rate_of = {
+            Phase.OVERHEAD: 1.0,
+            Phase.NETWORK: cap.network_mbps / max(flows, 1),
+            Phase.CPU: cap.cpu_rate * cpu_share / cpu_cost,
+            Phase.DISK: cap.disk_rate * disk_share,
+        }
+        rates = {t.task_id: rate_of[t.phase] / swap for t in self._running.values()}
+        return _Rates(rates, min(float(cores), consumers), cpu_share, streams)
+
+    def next_event_s(self) -> float:
+        """Model time of the next phase change or fault boundary (inf when nothing will change)."""
+        rates = self._rates().per_task
+        soonest = math.inf
+        for task in self._running.values():
+            soonest = min(soonest, self.now + task.remaining / rates[task.task_id])
+        for fault in self.faults:
+            for edge in (fault.start_s, fault.end_s):
+                if edge is not None and edge > self.now + _EPS:
+                    soonest = min(soonest, edge)
+        return soonest
+
+    def advance(self, now: float) -> None:
+        """Integrate the model up to ``now``, recording phase changes and finished tasks on the way."""
+        if now < self.now - 1e-6:
+            raise ValueError(f"{self.name}: time runs forward only ({now} < {self.now})")
+        while now > self.now + _EPS:
+            step_end = min(now, self.next_event_s())
+            self._integrate(step_end - self.now)
+            self.now = step_end
+            self._complete_phases()
+
+    def _integrate(self, dt: float) -> None:
+        rates = self._rates()
+        streams = rates.disk_streams
+        cores = self.effective_cores()
+        self.counters.cpu_busy_s += rates.busy_cores * dt
+        if streams:
+            self.counters.cpu_iowait_s += (cores - rates.busy_cores) * dt * min(1.0, streams / cores)
+        for task in self._running.values():
+            done = rates.per_task[task.task_id] * dt
+            # Snap float residue so that a phase ends exactly at the event time computed for it.
+            if task.remaining - done <= _EPS * max(1.0, self._phase_work(task)):
+                done = task.remaining
+            task.remaining -= done
+            phase = task.phase
+            if phase is Phase.OVERHEAD:
+                task.usage.cpu_s += OVERHEAD_CPU_SHARE * done
+            elif phase is Phase.CPU:
+                # Time held on a core: contention makes a task hold it longer for the same work, as a real
+                # task's rusage shows.
+                task.usage.cpu_s += rates.cpu_share * dt
+            elif phase is Phase.DISK:
+                self._account_disk(task, done)
+            else:
+                nbytes = done * 1e6
+                task.usage.network_bytes += int(nbytes)
+                self.counters.network_receive_bytes += nbytes
+        if self.disk_hog_streams():
+            hog_rate = self.capability.disk_rate * REFERENCE_DISK_MBPS * 1e6
+            hog_share = self.disk_hog_streams() / max(streams, _EPS)
+            self.counters.disk_written_bytes += (
+                hog_rate * hog_share * dt / (1.0 + self.capability.disk_contention * max(streams - 1, 0))
+            )
+
+    def _account_disk(self, task: _Running, done: float) -> None:
+        total = task.demand.read_mb + task.demand.write_mb
+        nbytes = done * REFERENCE_DISK_MBPS * 1e6
+        read = nbytes * (task.demand.read_mb / total) if total else 0.0
+        task.usage.read_bytes += int(read)
+        task.usage.written_bytes += int(nbytes - read)
+        self.counters.disk_read_bytes += read
+        self.counters.disk_written_bytes += nbytes - read
+
+    def _phase_work(self, task: _Running) -> float:
+        phase = task.phase
+        if phase is Phase.NETWORK:
+            return task.demand.network_mb
+        if phase is Phase.CPU:
+            return task.demand.cpu_s
+        if phase is Phase.DISK:
+            return task.demand.disk_s
+        return task.remaining
+
+    def _skip_empty_phases(self, task: _Running) -> bool:
+        """Move ``task`` past phases with no work; True when it has none left."""
+        while task.remaining <= 0.0:
+            if task.phase_index == len(_PHASE_ORDER) - 1:
+                return True
+            task.phase_index += 1
+            task.remaining = self._phase_work(task)
+        return False
+
+    def _complete_phases(self) -> None:
+        for task in list(self._running.values()):
+            if self._skip_empty_phases(task):
+                del self._running[task.task_id]
+                self._finished.append(TaskOutcome(task.task_id, task.started_s, self.now, task.usage))
+
+
+def run_alone(cap: NodeCapability, demand: TaskDemand, *, faults: Iterable[Fault] = ()) -> float:
+    """Duration of one task started at time 0 on an otherwise idle node, noise off (for tests and probes)."""
+    model = NodeModel("probe", replace(cap, noise_sigma=0.0))
+    for fault in faults:
+        model.add_fault(fault)
+    model.start("t", demand, 0.0)
+    while model.running_ids:
+        model.advance(model.next_event_s())
+    (outcome,) = model.pop_finished()
+    return outcome.duration_s
