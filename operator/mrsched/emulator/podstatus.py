@@ -1,0 +1,235 @@
+"""Pod statuses as a kubelet writes them, and the kubelet's admission check.
+
+Pure functions over plain dicts (the JSON the API server takes), so that the emulator's behaviour can be read
+and tested apart from its I/O. The shapes and reasons follow the kubelet: admission failures are
+``OutOfcpu``/``OutOfmemory``/``OutOfpods`` with "Pod was rejected: Node didn't have enough resource: ...";
+finished containers are ``Completed``, ``Error`` or ``OOMKilled``; termination messages are cut at 4096 bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+#: The kubelet reads at most this many bytes of a container's termination message.
+TERMINATION_MESSAGE_LIMIT = 4096
+#: With FallbackToLogsOnError, the kubelet uses at most this many bytes of the log's tail.
+LOG_FALLBACK_LIMIT = 2048
+
+_BINARY_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL_SUFFIX = {
+    "n": 1e-9,
+    "u": 1e-6,
+    "m": 1e-3,
+    "": 1.0,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+}
+
+
+def parse_quantity(value: str | int | float) -> float:
+    """A Kubernetes resource quantity ("500m", "2", "1Gi", "1.5G", "1e3") as a plain number."""
+    if isinstance(value, int | float):
+        return float(value)
+    text = value.strip()
+    for suffix, factor in _BINARY_SUFFIX.items():
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    if text and text[-1].isalpha() and text[-1] in _DECIMAL_SUFFIX:
+        return float(text[:-1]) * _DECIMAL_SUFFIX[text[-1]]
+    return float(text)
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Requests:
+    """What a pod asks of its node, in the kubelet's units: millicores, bytes, pods."""
+
+    milli_cpu: int = 0
+    memory_bytes: int = 0
+
+    def __add__(self, other: Requests) -> Requests:
+        return Requests(self.milli_cpu + other.milli_cpu, self.memory_bytes + other.memory_bytes)
+
+
+def pod_requests(pod: dict[str, Any]) -> Requests:
+    """Effective requests as the scheduler and kubelet compute them: the sum over containers, at least the
+    largest init container's (limits stand in for missing requests, as the API server defaults them)."""
+
+    def of(container: dict[str, Any]) -> Requests:
+        res = container.get("resources") or {}
+        want = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        return Requests(
+            round(parse_quantity(want.get("cpu", 0)) * 1000), int(parse_quantity(want.get("memory", 0)))
+        )
+
+    spec = pod.get("spec") or {}
+    total = Requests()
+    for container in spec.get("containers") or []:
+        total = total + of(container)
+    for init in spec.get("initContainers") or []:
+        one = of(init)
+        total = Requests(max(total.milli_cpu, one.milli_cpu), max(total.memory_bytes, one.memory_bytes))
+    return total
+
+
+@dataclass(frozen=True)
+class Rejection:
+    reason: str
+    message: str
+
+
+def admit(request: Requests, used: Requests, pods_used: int, allocatable: dict[str, Any]) -> Rejection | None:
+    """The kubelet's resource fit check at admission (its ``OutOf<resource>`` rejections); None admits."""
+    pods_cap = int(parse_quantity(allocatable.get("pods", 110)))
+    if pods_used + 1 > pods_cap:
+        return Rejection(
+            "OutOfpods",
+            f"Node didn't have enough resource: pods, requested: 1, used: {pods_used}, capacity: {pods_cap}",
+        )
+    checks = (
+        (
+            "cpu",
+            request.milli_cpu,
+            used.milli_cpu,
+            round(parse_quantity(allocatable.get("cpu", 0)) * 1000),
+        ),
+        (
+            "memory",
+            request.memory_bytes,
+            used.memory_bytes,
+            int(parse_quantity(allocatable.get("memory", 0))),
+        ),
+    )
+    for name, want, have, cap in checks:
+        if want and have + want > cap:
+            return Rejection(
+                f"OutOf{name}",
+                f"Node didn't have enough resource: {name}, requested: {want}, used: {have}, capacity: {cap}",
+            )
+    return None
+
+
+def _condition(kind: str, status: bool, at: str, reason: str | None = None) -> dict[str, Any]:
+    cond: dict[str, Any] = {
+        "type": kind,
+        "status": "True" if status else "False",
+        "lastTransitionTime": at,
+        "lastProbeTime": None,
+    }
+    if reason:
+        cond["reason"] = reason
+    return cond
+
+
+def rejected_status(rejection: Rejection) -> dict[str, Any]:
+    return {
+        "phase": "Failed",
+        "reason": rejection.reason,
+        "message": f"Pod was rejected: {rejection.message}",
+    }
+
+
+def _container_ids(pod: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(c["name"], c.get("image", "")) for c in (pod.get("spec") or {}).get("containers") or []]
+
+
+def running_status(pod: dict[str, Any], *, started_at: str, host_ip: str, pod_ip: str) -> dict[str, Any]:
+    uid = pod["metadata"]["uid"]
+    return {
+        "phase": "Running",
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
+        "podIP": pod_ip,
+        "podIPs": [{"ip": pod_ip}],
+        "startTime": started_at,
+        "conditions": [
+            _condition("PodReadyToStartContainers", True, started_at),
+            _condition("Initialized", True, started_at),
+            _condition("Ready", True, started_at),
+            _condition("ContainersReady", True, started_at),
+            _condition("PodScheduled", True, started_at),
+        ],
+        "containerStatuses": [
+            {
+                "name": name,
+                "image": image,
+                "imageID": f"emulated://{image}",
+                "containerID": f"emulated://{uid}/{name}",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": started_at}},
+            }
+            for name, image in _container_ids(pod)
+        ],
+    }
+
+
+def terminated_status(
+    pod: dict[str, Any],
+    *,
+    exit_code: int,
+    started_at: str,
+    finished_at: str,
+    message: str = "",
+    reason: str | None = None,
+) -> dict[str, Any]:
+    """The pod after its (single) container ended. ``reason`` defaults to the kubelet's: Completed or Error."""
+    uid = pod["metadata"]["uid"]
+    succeeded = exit_code == 0
+    container_reason = reason or ("Completed" if succeeded else "Error")
+    terminated: dict[str, Any] = {
+        "exitCode": exit_code,
+        "reason": container_reason,
+        "startedAt": started_at,
+        "finishedAt": finished_at,
+        "containerID": f"emulated://{uid}",
+    }
+    if message:
+        terminated["message"] = truncate_message(message)
+    return {
+        "phase": "Succeeded" if succeeded else "Failed",
+        # The whole list, since statuses are written with merge patches that replace lists.
+        "conditions": [
+            _condition("PodReadyToStartContainers", False, finished_at),
+            _condition("Initialized", True, started_at, "PodCompleted" if succeeded else None),
+            _condition("Ready", False, finished_at, "PodCompleted" if succeeded else "PodFailed"),
+            _condition("ContainersReady", False, finished_at, "PodCompleted" if succeeded else "PodFailed"),
+            _condition("PodScheduled", True, started_at),
+        ],
+        "containerStatuses": [
+            {
+                "name": name,
+                "image": image,
+                "imageID": f"emulated://{image}",
+                "containerID": f"emulated://{uid}/{name}",
+                "ready": False,
+                "started": False,
+                "restartCount": 0,
+                "state": {"terminated": {**terminated, "containerID": f"emulated://{uid}/{name}"}},
+            }
+            for name, image in _container_ids(pod)
+        ],
+    }
+
+
+def truncate_message(message: str) -> str:
+    """Cut to the kubelet's 4096-byte limit without splitting a UTF-8 character."""
+    data = message.encode()
+    if len(data) <= TERMINATION_MESSAGE_LIMIT:
+        return message
+    return data[:TERMINATION_MESSAGE_LIMIT].decode(errors="ignore")
+
+
+def log_fallback(log_tail: bytes) -> str:
+    """FallbackToLogsOnError: the last 2048 bytes (at most 80 lines) of the container's log."""
+    lines = log_tail.splitlines()[-80:]
+    return b"\n".join(lines)[-LOG_FALLBACK_LIMIT:].decode(errors="replace")
