@@ -1,0 +1,3 @@
+from mrsched.cli import main
+
+main()

@@ -1,0 +1,194 @@
+"""The ``mrsched`` command line.
+
+mrsched cluster up [--name N] [--nodes FILE] [--mode model|process] [--time-scale X] [--no-nodes]
+mrsched cluster status [--name N]
+mrsched cluster down [--name N]
+mrsched cluster fault NODE KIND [--intensity X] [--duration S] [--name N]
+mrsched cluster clear-faults NODE [--name N]
+mrsched emulator run ...            (the node-emulator process; the cluster commands start it)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+from mrsched.core.catalog import CatalogError, load_cluster_layout
+from mrsched.emulator.client import EmulatorError
+from mrsched.localcluster.cluster import LocalCluster, default_state_dir
+from mrsched.localcluster.toolchain import ToolchainError
+
+
+def _cluster_up(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    layout = None if args.no_nodes else load_cluster_layout(args.nodes)
+    cluster = LocalCluster.up(args.name, state_dir=args.state_dir, persistent=True)
+    try:
+        if layout is not None:
+            cluster.emulate(
+                layout,
+                mode=args.mode,
+                emulator_id=f"{args.name}-nodes",
+                time_scale=args.time_scale,
+                data_dir=args.data_dir,
+            )
+    except BaseException:
+        cluster.down()
+        raise
+    elapsed = time.monotonic() - started
+    emulator = next(iter(cluster.emulators.values()), None)
+    print(f"cluster {args.name} is up in {elapsed:.1f} s")
+    print(f"kubeconfig: {cluster.kubeconfig}")
+    print(f"prometheus: {cluster.prometheus.url}")
+    if emulator:
+        print(f"emulator:   {emulator.url} ({emulator.mode} mode; nodes {', '.join(emulator.nodes)})")
+    print(f"\n  export KUBECONFIG={cluster.kubeconfig}")
+    return 0
+
+
+def _cluster_status(args: argparse.Namespace) -> int:
+    print(json.dumps(LocalCluster.load(args.name, args.state_dir).status(), indent=2))
+    return 0
+
+
+def _cluster_down(args: argparse.Namespace) -> int:
+    LocalCluster.load(args.name, args.state_dir).down()
+    print(f"cluster {args.name} is down")
+    return 0
+
+
+def _emulator_of(args: argparse.Namespace, node: str) -> str:
+    cluster = LocalCluster.load(args.name, args.state_dir)
+    for handle in cluster.emulators.values():
+        if node in handle.nodes:
+            return handle.url
+    raise SystemExit(f"no emulator of cluster {args.name} has a node {node!r}")
+
+
+def _cluster_fault(args: argparse.Namespace) -> int:
+    from mrsched.emulator.client import EmulatorClient
+
+    EmulatorClient(_emulator_of(args, args.node)).add_fault(
+        args.node, args.kind, intensity=args.intensity, duration_s=args.duration
+    )
+    print(f"{args.kind} injected on {args.node}")
+    return 0
+
+
+def _cluster_clear_faults(args: argparse.Namespace) -> int:
+    from mrsched.emulator.client import EmulatorClient
+
+    EmulatorClient(_emulator_of(args, args.node)).clear_faults(args.node)
+    print(f"faults cleared on {args.node}")
+    return 0
+
+
+def _emulator_run(args: argparse.Namespace) -> int:
+    from mrsched.emulator.main import run
+    from mrsched.emulator.service import EmulatorConfig
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    cfg = EmulatorConfig(
+        kubeconfig=args.kubeconfig,
+        layout=load_cluster_layout(args.cluster_file),
+        mode=args.mode,
+        emulator_id=args.id,
+        name_prefix=args.name_prefix,
+        data_dir=args.data_dir,
+        run_dir=args.run_dir,
+        seed=args.seed,
+        time_scale=args.time_scale,
+        heartbeat_interval_s=args.heartbeat_interval,
+    )
+    run(cfg, port=args.port, ready_file=args.ready_file)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mrsched", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    cluster = commands.add_parser("cluster", help="a local control plane with emulated heterogeneous nodes")
+    cluster_commands = cluster.add_subparsers(dest="action", required=True)
+
+    def with_name(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--name", default="mrsched", help="cluster name (default: mrsched)")
+        p.add_argument(
+            "--state-dir",
+            type=Path,
+            default=default_state_dir(),
+            help="where cluster state lives (default: $MRSCHED_STATE_DIR or ~/.cache/mrsched/clusters)",
+        )
+        return p
+
+    up = with_name(cluster_commands.add_parser("up", help="start the control plane, Prometheus and nodes"))
+    up.add_argument(
+        "--nodes",
+        type=Path,
+        help="cluster file of node classes (default: the packaged "
+        "heterogeneous cluster, mrsched/data/clusters/default.yaml)",
+    )
+    up.add_argument(
+        "--mode",
+        choices=("model", "process"),
+        default="model",
+        help="model: task durations from hidden node physics; process: run pods' commands",
+    )
+    up.add_argument("--time-scale", type=float, default=1.0, help="model seconds per wall second")
+    up.add_argument("--data-dir", type=Path, help="process mode: where pods' volumes live")
+    up.add_argument("--no-nodes", action="store_true", help="start no emulated nodes")
+    up.set_defaults(func=_cluster_up)
+    with_name(cluster_commands.add_parser("status", help="what runs, where")).set_defaults(
+        func=_cluster_status
+    )
+    with_name(
+        cluster_commands.add_parser("down", help="stop everything and remove the cluster's files")
+    ).set_defaults(func=_cluster_down)
+    fault = with_name(cluster_commands.add_parser("fault", help="slow an emulated node down (model mode)"))
+    fault.add_argument("node")
+    fault.add_argument("kind", choices=("cpu-hog", "disk-hog", "lost-cores"))
+    fault.add_argument(
+        "--intensity",
+        type=float,
+        default=1.0,
+        help="busy loops per core, hog streams, or cores lost (default 1)",
+    )
+    fault.add_argument("--duration", type=float, help="model seconds until it ends (default: until cleared)")
+    fault.set_defaults(func=_cluster_fault)
+    clear = with_name(cluster_commands.add_parser("clear-faults", help="end every fault on a node"))
+    clear.add_argument("node")
+    clear.set_defaults(func=_cluster_clear_faults)
+
+    emulator = commands.add_parser("emulator", help="the node emulator process")
+    emulator_commands = emulator.add_subparsers(dest="action", required=True)
+    run = emulator_commands.add_parser("run", help="register nodes and play their kubelet")
+    run.add_argument("--kubeconfig", type=Path, required=True)
+    run.add_argument("--cluster-file", type=Path, help="node classes and counts (default: packaged cluster)")
+    run.add_argument("--mode", choices=("model", "process"), default="model")
+    run.add_argument("--id", default="emulator", help="this emulator's id, put on its nodes as a label")
+    run.add_argument("--name-prefix", default="", help="prefix of the node names")
+    run.add_argument("--port", type=int, default=0, help="metrics and chaos port on 127.0.0.1 (0: any)")
+    run.add_argument("--data-dir", type=Path, default=Path("/tmp/mrsched-data"))
+    run.add_argument("--run-dir", type=Path, default=Path("/tmp/mrsched-run"))
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--time-scale", type=float, default=1.0)
+    run.add_argument("--heartbeat-interval", type=float, default=10.0, help="seconds between Lease renewals")
+    run.add_argument("--ready-file", type=Path, help="written with the port once the nodes are registered")
+    run.set_defaults(func=_emulator_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        code = args.func(args)
+    except (ToolchainError, CatalogError, FileExistsError, FileNotFoundError, EmulatorError) as err:
+        print(f"mrsched: {err}", file=sys.stderr)
+        code = 2
+    sys.exit(code)
