@@ -1,0 +1,167 @@
+"""The emulated kubelet: process mode runs real processes; chaos hooks behave as a failing machine would."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from tests.conftest import NODE_GRACE_S, EmulateFactory
+from tests.kubehelpers import Kube, phase_in, task_pod, wait_for
+
+WRITER = textwrap.dedent("""
+    import json, os, sys
+    out_dir, termination_log = sys.argv[1], sys.argv[2]
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, os.environ["PART"]), "w") as f:
+        f.write(f"written by {os.environ['HOSTNAME']} for {os.environ['POD_NAMESPACE']}\\n")
+    with open(termination_log, "w") as f:
+        json.dump({"v": 1, "status": "succeeded", "recordsOut": 1}, f)
+""")
+
+
+def test_process_mode_runs_the_command_and_reports_its_file_and_message(
+    kube: Kube, namespace: str, emulate: EmulateFactory, tmp_path: Path
+) -> None:
+    (node,) = emulate({"medium": 1}, mode="process", data_dir=tmp_path / "volumes").nodes
+    pod = task_pod(
+        "writer",
+        node=node,
+        app=None,
+        volumes={"shared": "/data"},
+        command=[sys.executable, "-c", WRITER, "/data/out", "/dev/termination-log"],
+        env={"PART": "part-00000"},
+    )
+    pod["spec"]["containers"][0]["env"].append(
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}
+    )
+    kube.create_pod(namespace, pod)
+
+    done = kube.wait_pod(namespace, "writer", phase_in("Succeeded", "Failed"), timeout_s=60)
+    terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert done["status"]["phase"] == "Succeeded", terminated
+    # The file the process wrote, in the volume's local directory.
+    written = tmp_path / "volumes" / "shared" / "out" / "part-00000"
+    assert written.read_text() == f"written by writer for {namespace}\n"
+    assert json.loads(terminated["message"]) == {"v": 1, "status": "succeeded", "recordsOut": 1}
+
+
+def test_process_mode_failure_carries_exit_code_and_log_fallback(
+    kube: Kube, namespace: str, emulate: EmulateFactory
+) -> None:
+    (node,) = emulate({"small": 1}, mode="process").nodes
+    failing = task_pod(
+        "fails",
+        node=node,
+        app=None,
+        command=[sys.executable, "-c", "import sys; print('bad input line 7'); sys.exit(3)"],
+    )
+    failing["spec"]["containers"][0]["terminationMessagePolicy"] = "FallbackToLogsOnError"
+    kube.create_pod(namespace, failing)
+    missing = task_pod("missing", node=node, app=None, command=["/nonexistent/worker"])
+    kube.create_pod(namespace, missing)
+
+    done = kube.wait_pod(namespace, "fails", phase_in("Succeeded", "Failed"))
+    terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (done["status"]["phase"], terminated["exitCode"], terminated["reason"]) == ("Failed", 3, "Error")
+    assert terminated["message"].strip() == "bad input line 7"
+
+    gone = kube.wait_pod(namespace, "missing", phase_in("Succeeded", "Failed"))
+    terminated = gone["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (127, "StartError")
+    assert "/nonexistent/worker" in terminated["message"]
+
+
+def test_model_mode_rejects_work_it_cannot_model_with_a_clear_message(
+    kube: Kube, namespace: str, emulate: EmulateFactory
+) -> None:
+    (node,) = emulate({"small": 1}).nodes
+    kube.create_pod(namespace, task_pod("typo", node=node, app="wordcont"))
+    done = kube.wait_pod(namespace, "typo", phase_in("Succeeded", "Failed"))
+    message = done["status"]["containerStatuses"][0]["state"]["terminated"]["message"]
+    assert done["status"]["phase"] == "Failed"
+    assert "unknown application 'wordcont'" in json.loads(message)["error"]
+
+
+def _duration(kube: Kube, namespace: str, name: str) -> float:
+    pod = kube.wait_pod(namespace, name, phase_in("Succeeded", "Failed"), timeout_s=120)
+    report = json.loads(pod["status"]["containerStatuses"][0]["state"]["terminated"]["message"])
+    return float(report["wallS"])
+
+
+def test_cpu_hog_slows_cpu_bound_tasks_on_that_node_only(
+    kube: Kube, namespace: str, emulate: EmulateFactory
+) -> None:
+    emulator = emulate({"medium": 2}, time_scale=20.0)  # 4 cores each
+    healthy, hogged = emulator.nodes
+    emulator.client.add_fault(hogged, "cpu-hog", intensity=1.0)
+
+    def mean_duration(node: str, tag: str) -> float:
+        names = [f"pi-{tag}-{i}" for i in range(4)]  # one CPU-bound task per core
+        for name in names:
+            kube.create_pod(namespace, task_pod(name, node=node, app="pi", cpu="1"))
+        return sum(_duration(kube, namespace, name) for name in names) / len(names)
+
+    fast, slow = mean_duration(healthy, "healthy"), mean_duration(hogged, "hogged")
+    # One busy loop per core doubles the demand for CPU (seed 002 §5.2.6): each task gets half a core, and
+    # pays the over-subscription cost on top, so CPU-bound tasks take a little more than twice as long.
+    assert 1.8 < slow / fast < 2.9, (fast, slow)
+    assert emulator.client.nodes()[1]["faults"][0]["kind"] == "cpu-hog"
+
+    emulator.client.clear_faults(hogged)
+    assert mean_duration(hogged, "after") < 1.2 * fast
+
+
+def test_stopped_heartbeats_make_the_node_not_ready_and_resume(kube: Kube, emulate: EmulateFactory) -> None:
+    emulator = emulate({"small": 1})
+    (node,) = emulator.nodes
+
+    def ready() -> str:
+        obj = kube.node(node) or {}
+        return next(
+            (c["status"] for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"),
+            "missing",
+        )
+
+    assert ready() == "True"
+    emulator.client.set_heartbeats(node, False)
+    started = time.monotonic()
+    # The node lifecycle controller (kube-controller-manager) decides, from the stale Lease.
+    wait_for(lambda: ready() == "Unknown", NODE_GRACE_S + 30, f"{node} to turn NotReady")
+    assert time.monotonic() - started >= NODE_GRACE_S - 3
+    taints = {t["key"] for t in (kube.node(node) or {})["spec"].get("taints", [])}
+    assert "node.kubernetes.io/unreachable" in taints
+
+    emulator.client.set_heartbeats(node, True)
+    # The status is posted again with the next heartbeat once the node was marked Unknown.
+    wait_for(lambda: ready() == "True", 60, f"{node} to be Ready again")
+
+
+def test_deleted_node_disappears_and_its_running_tasks_die(
+    kube: Kube, namespace: str, emulate: EmulateFactory
+) -> None:
+    emulator = emulate({"small": 2})
+    doomed, other = emulator.nodes
+    kube.create_pod(namespace, task_pod("victim", node=doomed, app=None))
+    kube.wait_pod(namespace, "victim", phase_in("Running"))
+
+    assert emulator.client.delete_node(doomed) == [f"{namespace}/victim"]
+    wait_for(lambda: kube.node(doomed) is None, 30, f"Node {doomed} to be deleted")
+    remaining = {n["name"]: n for n in emulator.client.nodes()}
+    assert remaining[doomed]["removed"] and not remaining[other]["removed"]
+
+
+def test_evicted_pod_is_stopped_and_removed(kube: Kube, namespace: str, emulate: EmulateFactory) -> None:
+    emulator = emulate({"small": 1})
+    (node,) = emulator.nodes
+    kube.create_pod(namespace, task_pod("evictee", node=node, app=None))
+    kube.wait_pod(namespace, "evictee", phase_in("Running"))
+    emulator.client.evict(namespace, "evictee")
+    wait_for(
+        lambda: kube.kubectl("-n", namespace, "get", "pods", "-o", "name").stdout.strip() == "",
+        30,
+        "the evicted pod to be gone",
+    )
+    assert emulator.client.nodes()[0]["runningPods"] == []

@@ -1,0 +1,117 @@
+"""Fixtures over the real local control plane (see docs/local-cluster.md).
+
+* ``local_cluster`` (session): kube-apiserver, etcd, kube-controller-manager, kube-scheduler and kwok's
+  controller started by kwokctl from the cached binaries, plus a Prometheus scraping every second.
+* ``namespace`` (function): a fresh namespace, deleted afterwards.
+* ``emulate`` (function): a factory that starts emulated nodes of given classes and mode, stopped afterwards.
+* ``kube``: a small dict-based client and the real kubectl.
+
+A test run killed before its teardown leaves its cluster behind; the next run reaps it first.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mrsched.core.catalog import ClusterLayout, NodeGroup
+from mrsched.localcluster.cluster import EmulatorHandle, LocalCluster, reap_abandoned
+from mrsched.localcluster.toolchain import Toolchain, cache_dir
+from tests.kubehelpers import Kube
+
+#: Heartbeats every 2 s and a 12 s grace period, so that a node that stops heartbeating goes NotReady fast.
+HEARTBEAT_S = 2.0
+NODE_GRACE_S = 12.0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/tests/cluster/" in str(item.path):
+            item.add_marker(pytest.mark.cluster)
+
+
+def state_dir_for_tests() -> Path:
+    return Path(os.environ.get("MRSCHED_TEST_STATE_DIR", cache_dir() / "test-clusters"))
+
+
+@pytest.fixture(scope="session")
+def toolchain() -> Toolchain:
+    return Toolchain.locate()  # fails, naming what to build or install, when a binary is missing
+
+
+@pytest.fixture(scope="session")
+def local_cluster(toolchain: Toolchain) -> Iterator[LocalCluster]:
+    reap_abandoned(state_dir_for_tests())
+    # Turn SIGTERM into KeyboardInterrupt so that an interrupted run still tears the cluster down.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    cluster = LocalCluster.up(
+        f"t{os.getpid()}-{uuid.uuid4().hex[:4]}",
+        state_dir=state_dir_for_tests(),
+        tool=toolchain,
+        node_grace_s=NODE_GRACE_S,
+    )
+    try:
+        yield cluster
+    finally:
+        cluster.down(toolchain)
+        signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.fixture
+def kube(local_cluster: LocalCluster, toolchain: Toolchain) -> Iterator[Kube]:
+    k = Kube(local_cluster.kubeconfig, toolchain.kubectl)
+    yield k
+    k.close()
+
+
+@pytest.fixture
+def namespace(kube: Kube) -> Iterator[str]:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    kube.core.create_namespace({"metadata": {"name": name}}, _preload_content=False).data  # noqa: B018
+    yield name
+    kube.core.delete_namespace(name, _preload_content=False).data  # noqa: B018
+
+
+EmulateFactory = Callable[..., EmulatorHandle]
+
+
+@pytest.fixture
+def emulate(local_cluster: LocalCluster, tmp_path: Path) -> Iterator[EmulateFactory]:
+    """``emulate({"small": 1, "large": 1}, mode="model", **options)`` starts nodes named ``<prefix><class>-<n>``
+    with a prefix unique to the test; returns the emulator's handle (``.nodes``, ``.client``)."""
+    started: list[str] = []
+
+    def start(classes: dict[str, int], mode: str = "model", **options: Any) -> EmulatorHandle:
+        prefix = f"n{uuid.uuid4().hex[:5]}-"
+        groups = [
+            NodeGroup.model_validate(
+                {
+                    "class": cls,
+                    "count": n,
+                    "zone": "zone-a",
+                    "rack": "rack-1",
+                    "namePrefix": f"{prefix}{cls}-",
+                }
+            )
+            for cls, n in classes.items()
+        ]
+        options.setdefault("heartbeat_interval_s", HEARTBEAT_S)
+        options.setdefault("data_dir", tmp_path / "data")
+        handle = local_cluster.emulate(ClusterLayout(name="test", nodes=groups), mode=mode, **options)
+        started.append(handle.emulator_id)
+        return handle
+
+    yield start
+    for emulator_id in started:
+        if emulator_id in local_cluster.emulators:
+            local_cluster.stop_emulator(emulator_id)

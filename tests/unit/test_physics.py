@@ -1,0 +1,217 @@
+"""The physics model against closed-form cases (seed 002 Eq 3.2, processor sharing) and its contention."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+from mrsched.core.catalog import node_class
+from mrsched.core.physics import (
+    Fault,
+    NodeCapability,
+    NodeModel,
+    TaskDemand,
+    isolated_duration,
+    noise_factor,
+    run_alone,
+)
+
+CAP = NodeCapability(
+    cores=4,
+    memory_mb=16_000,
+    cpu_rate=2.0,
+    disk_rate=0.5,
+    overhead_s=3.0,
+    noise_sigma=0.0,
+    cpu_contention=0.2,
+    disk_contention=0.1,
+)
+
+
+def run_all(model: NodeModel) -> dict[str, float]:
+    while model.running_ids:
+        model.advance(model.next_event_s())
+    return {o.task_id: o.duration_s for o in model.pop_finished()}
+
+
+def run_together(cap: NodeCapability, demands: list[TaskDemand]) -> dict[str, float]:
+    model = NodeModel("n", cap)
+    for i, demand in enumerate(demands):
+        model.start(str(i), demand, 0.0)
+    return run_all(model)
+
+
+@pytest.mark.parametrize(
+    "cpu_s, read_mb, write_mb", [(10.0, 0.0, 0.0), (0.0, 100.0, 50.0), (7.5, 30.0, 20.0)]
+)
+def test_alone_the_task_takes_eq_3_2_exactly(cpu_s: float, read_mb: float, write_mb: float) -> None:
+    demand = TaskDemand(cpu_s=cpu_s, read_mb=read_mb, write_mb=write_mb)
+    expected = CAP.overhead_s + cpu_s / CAP.cpu_rate + (read_mb + write_mb) / 100.0 / CAP.disk_rate
+    assert run_alone(CAP, demand) == pytest.approx(expected, rel=1e-12)
+    assert isolated_duration(CAP, demand) == pytest.approx(expected, rel=1e-12)
+
+
+def test_table_3_1_machines_reproduce_their_kappa() -> None:
+    """Probe pairs as in seed 002 Eq 3.3-3.5 recover κc of the Table 3.1 classes from durations alone."""
+    eta, theta_c = 3.0, 10.0
+    for name, kappa_c in (("gupta-old", 1.0), ("gupta-new", 7.5), ("gupta-new-fast", 7.8)):
+        cap = node_class(name).capability()
+        t1 = run_alone(cap, TaskDemand(cpu_s=theta_c, read_mb=64.0))
+        t_eta = run_alone(cap, TaskDemand(cpu_s=eta * theta_c, read_mb=64.0))
+        assert theta_c * (eta - 1) / (t_eta - t1) == pytest.approx(kappa_c, rel=1e-9)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_up_to_the_core_count_identical_cpu_tasks_do_not_slow_each_other(k: int) -> None:
+    durations = run_together(CAP, [TaskDemand(cpu_s=20.0)] * k)
+    assert all(d == pytest.approx(3.0 + 20.0 / 2.0) for d in durations.values())
+
+
+@pytest.mark.parametrize("k", [6, 8, 12])
+def test_beyond_the_cores_cpu_tasks_stretch_by_k_over_c_times_the_contention_cost(k: int) -> None:
+    durations = run_together(CAP, [TaskDemand(cpu_s=20.0)] * k)
+    no_penalty = replace_contention(CAP, 0.0)
+    plain = run_together(no_penalty, [TaskDemand(cpu_s=20.0)] * k)
+    stretch = k / CAP.cores
+    # Processor sharing alone: the CPU phase stretches by exactly k/c.
+    assert all(d == pytest.approx(3.0 + 10.0 * stretch) for d in plain.values())
+    # With the cache/context-switch cost on top: by (k/c)·(1 + a(k−c)/c).
+    cost = 1 + CAP.cpu_contention * (k - CAP.cores) / CAP.cores
+    assert all(d == pytest.approx(3.0 + 10.0 * stretch * cost) for d in durations.values())
+
+
+def replace_contention(cap: NodeCapability, a: float) -> NodeCapability:
+    from dataclasses import replace
+
+    return replace(cap, cpu_contention=a)
+
+
+def test_completion_time_grows_super_linearly_with_load() -> None:
+    """Seed 002 §4.2: flat while the cores suffice, then faster than linear (its Eq 4.12 is quadratic)."""
+    cap = node_class("dara-8core").capability()
+    cap = NodeCapability(**{**cap.__dict__, "noise_sigma": 0.0})
+    times = {
+        k: max(run_together(cap, [TaskDemand(cpu_s=10.0, write_mb=5.0)] * k).values()) for k in range(1, 25)
+    }
+    assert times[8] < 1.1 * times[1]
+    increments = [times[k + 1] - times[k] for k in range(9, 24)]
+    assert all(b > a for a, b in itertools.pairwise(increments))  # convex beyond the cores
+    disk = {
+        k: max(run_together(cap, [TaskDemand(read_mb=100.0)] * k).values()) - cap.overhead_s
+        for k in (1, 2, 4, 8)
+    }
+    assert (
+        disk[8] / disk[4] > disk[4] / disk[2] > disk[2] / disk[1] > 2.0
+    )  # seek thrashing: worse than shared
+
+
+def test_pi_throughput_peaks_near_twelve_tasks_on_eight_cores() -> None:
+    """Seed 002 Fig 2.5: Pi map throughput on an 8-core node peaks at 12 concurrent tasks."""
+    cap = NodeCapability(**{**node_class("dara-8core").capability().__dict__, "noise_sigma": 0.0})
+    throughput = {
+        k: k / max(run_together(cap, [TaskDemand(cpu_s=10.0, write_mb=5.0)] * k).values())
+        for k in range(4, 25)
+    }
+    assert 10 <= max(throughput, key=lambda k: throughput[k]) <= 14
+
+
+def test_cpu_and_disk_bound_tasks_barely_slow_each_other() -> None:
+    """Seed 002 §4.2: Pi tasks barely slow Sort tasks and vice versa (different resources)."""
+    cpu_task, disk_task = TaskDemand(cpu_s=10.0), TaskDemand(cpu_s=0.2, read_mb=200.0)
+    alone_cpu = run_alone(CAP, cpu_task)
+    mixed = run_together(CAP, [cpu_task, disk_task])
+    assert mixed["0"] == pytest.approx(alone_cpu)
+    assert mixed["1"] == pytest.approx(run_alone(CAP, disk_task))
+
+
+def test_memory_over_subscription_slows_then_kills() -> None:
+    cap = NodeCapability(cores=8, memory_mb=1000, noise_sigma=0.0, swap_penalty=10.0, oom_ratio=1.5)
+    fits = run_together(cap, [TaskDemand(cpu_s=10.0, memory_mb=500)] * 2)
+    swaps = run_together(cap, [TaskDemand(cpu_s=10.0, memory_mb=600)] * 2)  # 1.2× memory
+    assert max(swaps.values()) > 2.5 * max(fits.values())
+    model = NodeModel("n", cap)
+    assert model.start("a", TaskDemand(cpu_s=1.0, memory_mb=900), 0.0)
+    assert not model.start("b", TaskDemand(cpu_s=1.0, memory_mb=700), 0.0)  # 1.6× > oom_ratio
+    (killed,) = model.pop_finished()
+    assert killed.task_id == "b" and killed.oom_killed
+
+
+def test_faults_take_effect_from_their_start_and_end() -> None:
+    demand = TaskDemand(cpu_s=20.0)
+    healthy = run_alone(CAP, demand)
+    # One busy loop per core: a lone task competes with 4 loops for 4 cores and gets 4/5 of one.
+    lone = 3.0 + 10.0 / (4 / 5) * (1 + CAP.cpu_contention * 1 / 4)
+    assert run_alone(CAP, demand, faults=[Fault("cpu-hog", 0.0, intensity=1.0)]) == pytest.approx(lone)
+    full = [TaskDemand(cpu_s=20.0)] * 4
+    model = NodeModel("n", CAP)
+    model.add_fault(Fault("cpu-hog", start_s=0.0, intensity=1.0))
+    for i, d in enumerate(full):
+        model.start(str(i), d, 0.0)
+    hogged = max(run_all(model).values())
+    cost = 1 + CAP.cpu_contention * 4 / 4
+    assert hogged == pytest.approx(3.0 + 10.0 * 2 * cost)
+    # A fault that starts after the task ends changes nothing; lost cores act from their start.
+    assert run_alone(CAP, demand, faults=[Fault("disk-hog", start_s=100.0, intensity=4)]) == pytest.approx(
+        healthy
+    )
+    model = NodeModel("n", CAP)
+    model.add_fault(Fault("lost-cores", start_s=8.0, end_s=None, intensity=2))
+    for i, d in enumerate(full):
+        model.start(str(i), d, 0.0)
+    # 5 s of CPU at full speed (t = 3..8), then 4 tasks on 2 cores with contention until done.
+    remaining = 20.0 - 2.0 * 5.0
+    rate = 2.0 * (2 / 4) / (1 + CAP.cpu_contention * 2 / 2)
+    assert max(run_all(model).values()) == pytest.approx(8.0 + remaining / rate)
+
+
+def test_disk_hog_slows_disk_work_not_cpu_work() -> None:
+    hog = [Fault("disk-hog", 0.0, intensity=2)]
+    cpu_task, disk_task = TaskDemand(cpu_s=10.0), TaskDemand(read_mb=100.0)
+    assert run_alone(CAP, cpu_task, faults=hog) == pytest.approx(run_alone(CAP, cpu_task))
+    slowed = run_alone(CAP, disk_task, faults=hog) - CAP.overhead_s
+    assert slowed == pytest.approx((run_alone(CAP, disk_task) - CAP.overhead_s) * 3 * (1 + 0.1 * 2))
+
+
+def test_network_input_crosses_the_nic() -> None:
+    local = TaskDemand(cpu_s=1.0, read_mb=125.0)
+    remote = TaskDemand(cpu_s=1.0, network_mb=125.0)
+    assert run_alone(CAP, remote) == pytest.approx(3.0 + 1.0 + 0.5)  # 125 MB at 125 MB/s + CPU
+    assert run_alone(CAP, local) == pytest.approx(3.0 + 0.5 + 2.5)
+
+
+def test_noise_is_deterministic_per_seed_node_and_task() -> None:
+    assert noise_factor(1, "a", "t", 0.1) == noise_factor(1, "a", "t", 0.1)
+    draws = [noise_factor(1, "a", f"t{i}", 0.1) for i in range(2000)]
+    assert len(set(draws)) == 2000
+    logs = [math.log(d) for d in draws]
+    mean = sum(logs) / len(logs)
+    std = (sum((x - mean) ** 2 for x in logs) / len(logs)) ** 0.5
+    assert abs(mean) < 0.01 and std == pytest.approx(0.1, rel=0.1)
+    assert noise_factor(2, "a", "t0", 0.1) != draws[0]
+
+
+def test_usage_and_counters_account_for_the_work_done() -> None:
+    model = NodeModel("n", CAP)
+    model.start("t", TaskDemand(cpu_s=4.0, read_mb=30.0, write_mb=20.0, memory_mb=100), 0.0)
+    run_all_outcomes = []
+    while model.running_ids:
+        model.advance(model.next_event_s())
+    run_all_outcomes = model.pop_finished()
+    usage = run_all_outcomes[0].usage
+    assert usage.read_bytes == pytest.approx(30e6, abs=2) and usage.written_bytes == pytest.approx(
+        20e6, abs=2
+    )
+    assert usage.cpu_s == pytest.approx(4.0 / 2.0 + 0.5 * 3.0)  # CPU phase on one core + half the overhead
+    assert model.counters.disk_read_bytes == pytest.approx(30e6)
+    assert model.counters.cpu_busy_s == pytest.approx(2.0)
+
+
+def test_time_only_moves_forward() -> None:
+    model = NodeModel("n", CAP)
+    model.advance(5.0)
+    with pytest.raises(ValueError, match="forward"):
+        model.advance(1.0)
+    with pytest.raises(ValueError, match="positive"):
+        NodeCapability(cores=1, memory_mb=1, cpu_rate=0.0)
