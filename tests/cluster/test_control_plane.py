@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from tests.conftest import EmulateFactory
-from tests.kubehelpers import Kube, phase_in, task_pod
+from tests.kubehelpers import Kube, phase_in, task_pod, wait_for
 
 WIDGET_CRD = textwrap.dedent("""
     apiVersion: apiextensions.k8s.io/v1
@@ -139,3 +139,28 @@ def test_deleting_a_running_pod_stops_its_task_and_finishes_the_deletion(
     kube.kubectl("-n", namespace, "delete", "pod", "long", "--wait=true", "--timeout=30s")
     assert kube.kubectl("-n", namespace, "get", "pods", "-o", "name").stdout.strip() == ""
     assert emulator.client.nodes()[0]["runningPods"] == []
+
+
+def test_kwok_plays_the_kubelet_only_for_its_labelled_nodes(kube: Kube, emulate: EmulateFactory) -> None:
+    """kwok's controller serves cheap scale-test nodes (label kwok.x-k8s.io/node=fake) and leaves ours alone."""
+    (ours,) = emulate({"small": 1}).nodes
+    fake = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "kwok-fake-0", "labels": {"kwok.x-k8s.io/node": "fake"}},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+    }
+    kube.core.create_node(fake, _preload_content=False).data  # noqa: B018
+    try:
+
+        def ready(name: str) -> str:
+            node = kube.node(name) or {}
+            conditions = node.get("status", {}).get("conditions", [])
+            return next((c["status"] for c in conditions if c["type"] == "Ready"), "missing")
+
+        wait_for(lambda: ready("kwok-fake-0") == "True", 30, "kwok to make its node Ready")
+        our_node = kube.node(ours) or {}
+        assert our_node["status"]["nodeInfo"]["kubeletVersion"] == "v1.35.4-mrsched-emulator"
+        assert ready(ours) == "True"
+    finally:
+        kube.core.delete_node("kwok-fake-0", _preload_content=False).data  # noqa: B018

@@ -28,7 +28,7 @@ def test_process_mode_runs_the_command_and_reports_its_file_and_message(
     (node,) = emulate({"medium": 1}, mode="process", data_dir=tmp_path / "volumes").nodes
     pod = task_pod(
         "writer",
-        node=node,
+        scheduler="mrsched",  # placed by us through pods/binding, as the operator will
         app=None,
         volumes={"shared": "/data"},
         command=[sys.executable, "-c", WRITER, "/data/out", "/dev/termination-log"],
@@ -38,6 +38,7 @@ def test_process_mode_runs_the_command_and_reports_its_file_and_message(
         {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}
     )
     kube.create_pod(namespace, pod)
+    kube.bind(namespace, "writer", node)
 
     done = kube.wait_pod(namespace, "writer", phase_in("Succeeded", "Failed"), timeout_s=60)
     terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]

@@ -62,6 +62,7 @@ class NodeMetricsCollector(Collector):
         self._usage = usage
         self._started = time.monotonic() if started is None else started
         self._loads: dict[str, LoadAverage] = {}
+        self._idle: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def sample_load(self) -> None:
@@ -114,7 +115,9 @@ class NodeMetricsCollector(Collector):
                 # Spread busy and iowait time evenly over the cores; idle is what is left of wall time.
                 per_core_busy = usage.cpu_busy_s / node.cores
                 per_core_iowait = usage.cpu_iowait_s / node.cores
-                idle = max(0.0, elapsed - per_core_busy - per_core_iowait)
+                # A counter never goes down, even when processes used more CPU than the node's cores.
+                idle = max(self._idle.get(node.name, 0.0), elapsed - per_core_busy - per_core_iowait)
+                self._idle[node.name] = idle
                 for core in range(node.cores):
                     labels = [node.name, str(core)]
                     cpu.add_metric([*labels, "user"], per_core_busy * _USER_SHARE)

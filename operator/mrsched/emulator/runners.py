@@ -118,6 +118,7 @@ class ModelRunner:
     def kill(self, pod_key: str) -> None:
         with self._lock:
             self._forever.pop(pod_key, None)
+            self._started_wall.pop(pod_key, None)
             node = self._node_of.pop(pod_key, None)
             if node is not None:
                 self._models[node].stop(pod_key, self.model_now())
@@ -202,6 +203,7 @@ class ModelRunner:
             for key in gone:
                 self._node_of.pop(key, None)
                 self._forever.pop(key, None)
+                self._started_wall.pop(key, None)
             now = self.model_now()
             for key in self._models[node].running_ids:
                 self._models[node].stop(key, now)
@@ -399,7 +401,9 @@ class ProcessRunner:
                 return
             proc.killed = True
         _signal_group(proc.popen, signal.SIGTERM)
-        threading.Timer(self._kill_grace_s, _signal_group, args=(proc.popen, signal.SIGKILL)).start()
+        escalate = threading.Timer(self._kill_grace_s, _signal_group, args=(proc.popen, signal.SIGKILL))
+        escalate.daemon = True  # never keeps the emulator from exiting; close() kills what is left anyway
+        escalate.start()
 
     def next_deadline(self) -> float:
         return time.monotonic() if self._immediate else math.inf

@@ -214,6 +214,8 @@ class Emulator:
         while not self._stop.is_set():
             try:
                 items, version = self.kube.list_pods_on_nodes()
+                listed = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in items}
+                self._events.put(("relist", listed))
                 for pod in items:
                     self._events.put(("pod", ("ADDED", pod)))
                 for event in self.kube.watch_pods_on_nodes(version, self.cfg.watch_timeout_s):
@@ -248,6 +250,11 @@ class Emulator:
         if kind == "pod":
             event, pod = payload
             self._safely(lambda: self._on_pod(event, pod))
+        elif kind == "relist":
+            # Pods deleted while no watch was open sent no DELETED event: stop and forget them now.
+            for key in [k for k in self.pods if k not in payload]:
+                self.runner.kill(key)
+                self._forget(key)
         elif kind == "call":
             fn, future = payload
             try:
