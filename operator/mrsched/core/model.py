@@ -1,0 +1,199 @@
+"""The scheduling core's model of a cluster, shared by the operator and the simulator.
+
+Both build the same :class:`ClusterSnapshot` (nodes, running attempts, jobs with pending tasks, each node's
+latest metrics and their age) and hand it to a policy, which answers with :class:`Placement` s, each carrying
+an :class:`Explanation` (policy, score, reason, runner-up) that the operator writes on the pod.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+TaskType = Literal["map", "reduce"]
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """What a scheduler may know of a node: identity, topology, size and slot limits, never its physics."""
+
+    name: str
+    cores: int
+    memory_mb: float
+    rack: str = "rack-1"
+    zone: str = "zone-a"
+    labels: tuple[tuple[str, str], ...] = ()
+    node_class: str = ""
+    map_slots: int = 2  # Hadoop's mapred.tasktracker.map.tasks.maximum
+    reduce_slots: int = 2  # ... and reduce.tasks.maximum
+
+    def slots(self, kind: TaskType) -> int:
+        return self.map_slots if kind == "map" else self.reduce_slots
+
+
+@dataclass(frozen=True, slots=True)
+class Hints:
+    """Seed 000's job features: CPU, memory, disk and network use on a 1-10 scale, per task type."""
+
+    cpu: int = 5
+    memory: int = 5
+    disk: int = 5
+    network: int = 5
+
+
+@dataclass(slots=True)
+class Task:
+    """One map or reduce task of a job. ``replicas`` are the nodes holding a map's input split."""
+
+    job_id: str
+    kind: TaskType
+    index: int
+    input_mb: float = 0.0
+    replicas: tuple[str, ...] = ()
+    attempts: int = 0  # attempts started so far
+    running: bool = False
+    done: bool = False
+    failed: bool = False
+
+    @property
+    def pending(self) -> bool:
+        return not (self.running or self.done or self.failed)
+
+    @property
+    def key(self) -> str:
+        return f"{self.job_id}/{self.kind}/{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """A task pod's requests (kube-scheduler packs by these)."""
+
+    cpu: float = 1.0
+    memory_mb: float = 1024.0
+
+
+@dataclass(slots=True)
+class Job:
+    id: str
+    app: str
+    submit_s: float
+    maps: list[Task]
+    reduces: list[Task]
+    user: str = "default"
+    queue: str = "default"
+    priority: int = 0
+    weight: float = 1.0
+    map_hints: Hints = field(default_factory=Hints)
+    reduce_hints: Hints = field(default_factory=Hints)
+    reduce_slowstart: float = 0.05  # Hadoop's mapred.reduce.slowstart.completed.maps
+    map_request: Resources = field(default_factory=Resources)
+    reduce_request: Resources = field(default_factory=Resources)
+    max_attempts: int = 4  # Hadoop's mapred.map.max.attempts
+    # Bookkeeping the scheduler reads; the owner (simulator or operator) keeps it current.
+    running_maps: int = 0
+    running_reduces: int = 0
+    finished_maps: int = 0
+    finished_reduces: int = 0
+    start_s: float | None = None
+    finish_s: float | None = None
+
+    def tasks(self, kind: TaskType) -> list[Task]:
+        return self.maps if kind == "map" else self.reduces
+
+    def running(self, kind: TaskType) -> int:
+        return self.running_maps if kind == "map" else self.running_reduces
+
+    @property
+    def running_tasks(self) -> int:
+        return self.running_maps + self.running_reduces
+
+    @property
+    def map_progress(self) -> float:
+        return self.finished_maps / len(self.maps) if self.maps else 1.0
+
+    @property
+    def reduce_progress(self) -> float:
+        return self.finished_reduces / len(self.reduces) if self.reduces else 1.0
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_maps == len(self.maps) and self.finished_reduces == len(self.reduces)
+
+    def reduces_allowed(self) -> bool:
+        """Reduces may start once the slow-start fraction of maps has completed (Hadoop's rule)."""
+        return not self.maps or self.finished_maps >= self.reduce_slowstart * len(self.maps)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    task: Task
+    attempt: int
+    node: str
+    start_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMetrics:
+    """A node's latest live metrics; ``age_s`` is how old they are, None values were missing or stale."""
+
+    load1: float | None = None
+    cpu_utilisation: float | None = None  # 0..1 over the last interval
+    memory_available_mb: float | None = None
+    disk_bytes_per_s: float | None = None
+    network_bytes_per_s: float | None = None
+    age_s: float | None = None
+
+
+@dataclass(slots=True)
+class ClusterSnapshot:
+    """Everything a policy sees in one scheduling round."""
+
+    now: float
+    nodes: dict[str, Node]
+    running: dict[str, list[Attempt]]  # node name -> attempts running there
+    jobs: list[Job]  # active jobs in submission order
+    metrics: dict[str, NodeMetrics] = field(default_factory=dict)
+
+    def running_on(self, node: str, kind: TaskType | None = None) -> int:
+        attempts = self.running.get(node, ())
+        return len(attempts) if kind is None else sum(1 for a in attempts if a.task.kind == kind)
+
+    def free_slots(self, node: str, kind: TaskType) -> int:
+        return self.nodes[node].slots(kind) - self.running_on(node, kind)
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a task went where it went, in words a user reads on the pod."""
+
+    policy: str
+    score: float
+    reason: str
+    runner_up: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    task: Task
+    node: str
+    explanation: Explanation
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOutcome:
+    """What the policies learn from when a task attempt ends (seed 002 ch.4 measures CPU time and bytes)."""
+
+    task: Task
+    node: str
+    start_s: float
+    finish_s: float
+    succeeded: bool
+    cpu_s: float = 0.0
+    read_bytes: int = 0
+    written_bytes: int = 0
+    network_bytes: int = 0
+    locality: Literal["node", "rack", "off", "none"] = "none"
+
+    @property
+    def duration_s(self) -> float:
+        return self.finish_s - self.start_s

@@ -1,0 +1,1 @@
+"""The discrete-event cluster simulator: replays workloads on modelled heterogeneous clusters under any policy."""

@@ -1,0 +1,140 @@
+"""Scenario files: a cluster, a workload and the policies to compare, as YAML under ``bench/scenarios/``.
+
+Example (every key is described on its model below)::
+
+    name: gupta-ch3-pi-jio
+    source: "seed 002 §3.2, Fig 3.7 and Table 3.3"
+    headline: "ThroughputScheduler finishes J_IO + Pi up to 40 % sooner than FIFO and 20 % sooner than Fair"
+    cluster:
+      nodes:
+        - {class: gupta-old, count: 2, zone: zone-a, rack: rack-1}
+        - {class: gupta-new, count: 2, zone: zone-a, rack: rack-1}
+        - {class: gupta-new-fast, count: 1, zone: zone-a, rack: rack-1}
+      mapSlots: 2
+      reduceSlots: 2
+      heartbeatS: 3
+    workload:
+      jobs:
+        - {id: jio, app: j_io, user: alice, submitS: 0, maps: 30, reduces: 1, inputMBPerMap: 64}
+        - {id: pi, app: pi, user: alice, submitS: 0, maps: 200, reduces: 1}
+    policies: [fifo, fair, capacity, kube-default, oracle]
+    seeds: [1, 2, 3, 4, 5]
+
+Instead of (or besides) ``jobs``, ``workload.trace`` replays a trace file (``format``: swim, sls or rumen), and
+``workload.interArrival`` re-draws the submission gaps of the listed jobs from a SWIM trace (seed 002 §4.2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from mrsched.core.catalog import CatalogError, NodeGroup, application, node_class
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class ScenarioError(ValueError):
+    """A scenario file is wrong; the message names the file and the field."""
+
+
+class ClusterSpec(_Strict):
+    nodes: list[NodeGroup] = Field(min_length=1)
+    map_slots: int = Field(2, alias="mapSlots", ge=1)  # per node, for slot-based policies (Hadoop's default 2)
+    reduce_slots: int = Field(2, alias="reduceSlots", ge=0)
+    heartbeat_s: float = Field(3.0, alias="heartbeatS", gt=0)  # Hadoop 1's minimum TaskTracker heartbeat
+
+
+class HintsSpec(_Strict):
+    """Seed 000's 1-10 job features."""
+
+    cpu: int = Field(5, ge=1, le=10)
+    memory: int = Field(5, ge=1, le=10)
+    disk: int = Field(5, ge=1, le=10)
+    network: int = Field(5, ge=1, le=10)
+
+
+class JobSpec(_Strict):
+    id: str | None = None  # default: "<app>-<n>"
+    app: str
+    user: str = "default"
+    queue: str = "default"
+    submit_s: float = Field(0.0, alias="submitS", ge=0)
+    maps: int = Field(1, ge=1)
+    reduces: int = Field(1, ge=0)
+    input_mb_per_map: float = Field(64.0, alias="inputMBPerMap", ge=0)
+    replication: int = Field(3, ge=1)  # replicas of each input split, placed at random
+    priority: int = 0
+    weight: float = Field(1.0, gt=0)
+    repeat: int = Field(1, ge=1)  # submit this job `repeat` times ...
+    every_s: float = Field(0.0, alias="everyS", ge=0)  # ... this many seconds apart
+    reduce_slowstart: float = Field(0.05, alias="reduceSlowstart", ge=0, le=1)
+    map_hints: HintsSpec = Field(default_factory=HintsSpec, alias="mapHints")
+    reduce_hints: HintsSpec = Field(default_factory=HintsSpec, alias="reduceHints")
+    cpu_request: float = Field(1.0, alias="cpuRequest", gt=0)  # per task pod (kube-default packs by these)
+    memory_request_mb: float = Field(1024.0, alias="memoryRequestMB", gt=0)
+
+
+class TraceSpec(_Strict):
+    format: Literal["swim", "sls", "rumen"]
+    path: str  # relative to the scenario file
+    max_jobs: int | None = Field(None, alias="maxJobs", ge=1)
+    time_scale: float = Field(1.0, alias="timeScale", gt=0)  # divide submission times by this
+    size_scale: float = Field(1.0, alias="sizeScale", gt=0)  # divide bytes by this (keeps the size distribution)
+    block_mb: float = Field(128.0, alias="blockMB", gt=0)  # one map per block of input, at least one
+    app: str = "wordcount"  # the profile that turns a trace job's bytes into work
+
+
+class InterArrivalSpec(_Strict):
+    """Draw gaps between consecutive submissions from a SWIM trace's gap column (seed 002 §4.2)."""
+
+    swim: str  # path to a SWIM TSV, relative to the scenario file
+
+
+class WorkloadSpec(_Strict):
+    jobs: list[JobSpec] = Field(default_factory=list)
+    trace: TraceSpec | None = None
+    inter_arrival: InterArrivalSpec | None = Field(None, alias="interArrival")
+
+    @model_validator(mode="after")
+    def _something(self) -> WorkloadSpec:
+        if not self.jobs and self.trace is None:
+            raise ValueError("a workload needs jobs, a trace, or both")
+        return self
+
+
+class Scenario(_Strict):
+    name: str
+    source: str  # the seed section and tables it comes from
+    headline: str  # the paper's result it is meant to reproduce
+    cluster: ClusterSpec
+    workload: WorkloadSpec
+    policies: list[str] = Field(default_factory=lambda: ["fifo", "fair", "capacity", "kube-default", "oracle"])
+    seeds: list[int] = Field(default_factory=lambda: [1])
+    base_dir: Path = Field(Path("."), exclude=True)
+
+    def resolve(self, relative: str) -> Path:
+        path = Path(relative)
+        return path if path.is_absolute() else (self.base_dir / path).resolve()
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    """Read and validate a scenario file; unknown applications and node classes are named."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+        scenario = Scenario.model_validate({**data, "base_dir": path.parent})
+        for group in scenario.cluster.nodes:
+            node_class(group.node_class)
+        for job in scenario.workload.jobs:
+            application(job.app)
+        if scenario.workload.trace:
+            application(scenario.workload.trace.app)
+    except (ValidationError, CatalogError, yaml.YAMLError) as err:
+        raise ScenarioError(f"{path}: {err}") from None
+    return scenario
