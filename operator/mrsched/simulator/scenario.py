@@ -43,8 +43,19 @@ class ScenarioError(ValueError):
     """A scenario file is wrong; the message names the file and the field."""
 
 
+class FaultSpec(_Strict):
+    """A soft fault injected into one node's physics (seed 002 §5.2.6, Fig 6.2)."""
+
+    node: str  # a node name as the layout makes them: "<class>-<n>" or "<namePrefix><n>"
+    kind: Literal["cpu-hog", "disk-hog", "lost-cores"]
+    start_s: float = Field(0.0, alias="startS", ge=0)
+    end_s: float | None = Field(None, alias="endS")
+    intensity: float = Field(1.0, gt=0)  # busy loops per core, hog streams, or cores lost
+
+
 class ClusterSpec(_Strict):
     nodes: list[NodeGroup] = Field(min_length=1)
+    faults: list[FaultSpec] = Field(default_factory=list)
     map_slots: int = Field(2, alias="mapSlots", ge=1)  # per node, for slot-based policies (Hadoop's default 2)
     reduce_slots: int = Field(2, alias="reduceSlots", ge=0)
     heartbeat_s: float = Field(3.0, alias="heartbeatS", gt=0)  # Hadoop 1's minimum TaskTracker heartbeat
