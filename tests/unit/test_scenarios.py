@@ -1,0 +1,166 @@
+"""Every scenario under bench/scenarios/ loads, says where it comes from, and keeps the papers' job counts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mrsched.core.catalog import expand_layout
+from mrsched.simulator.scenario import Scenario, load_scenario
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
+FILES = sorted(SCENARIOS.glob("*.yaml"))
+
+
+def _load(name: str) -> Scenario:
+    return load_scenario(SCENARIOS / f"{name}.yaml")
+
+
+def _jobs(scenario: Scenario) -> int:
+    """Jobs the listed entries expand to (each entry is submitted ``repeat`` times)."""
+    return sum(job.repeat for job in scenario.workload.jobs)
+
+
+def test_the_directory_holds_the_seed_experiments() -> None:
+    names = {path.stem for path in FILES}
+    required = {
+        "gupta-ch3-pi-jio",
+        "gupta-ch3-comb1",
+        "gupta-ch3-comb2",
+        "gupta-ch3-comb3",
+        "dara-wl5",
+        "dara-wl9",
+        "dara-wl14",
+        "dara-wl16",
+        "tan-22-jobs",
+        "yao-four-users",
+        "elkholy-four-jobs",
+        "dhok-job-mix",
+        "gupta-node-slowdown",
+    }
+    assert required <= names, f"missing: {sorted(required - names)}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_scenario_loads_and_cites_its_source(path: Path) -> None:
+    scenario = load_scenario(path)
+    assert scenario.name == path.stem
+    assert scenario.workload.jobs or scenario.workload.trace is not None
+    assert scenario.source.strip().startswith("seed 00")
+    # The headline quotes the paper's result, number included.
+    assert re.search(r"\d", scenario.headline), scenario.headline
+    assert scenario.seeds == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_referenced_files_and_fault_nodes_exist(path: Path) -> None:
+    scenario = load_scenario(path)
+    workload = scenario.workload
+    if workload.inter_arrival is not None:
+        assert scenario.resolve(workload.inter_arrival.swim).is_file()
+    if workload.trace is not None:
+        assert scenario.resolve(workload.trace.path).is_file()
+    nodes = {node.name for node in expand_layout(list(scenario.cluster.nodes))}
+    for fault in scenario.cluster.faults:
+        assert fault.node in nodes, f"fault on {fault.node!r}, nodes: {sorted(nodes)}"
+    ids = [job.id for job in workload.jobs if job.id]
+    assert len(ids) == len(set(ids)), "job ids must be unique"
+
+
+# seed 003 Table IV: (submit s, maps, reduces) of the 22 jobs; job 01 has no time (0), job 21 no reduce.
+TAN_TABLE_IV = [
+    (0, 148, 15), (30, 148, 15), (150, 5, 1), (170, 8, 1), (190, 8, 2), (210, 8, 2), (230, 8, 3),
+    (470, 427, 15), (500, 427, 15), (800, 224, 27), (860, 15, 5), (880, 8, 3), (900, 8, 2), (1020, 64, 27),
+    (1140, 30, 2), (1440, 15, 1), (1710, 352, 27), (2110, 15, 1), (2125, 8, 3), (2245, 64, 27),
+    (2365, 150, 0), (2485, 10, 1),
+]  # fmt: skip
+
+
+def test_tan_22_jobs_follow_table_iv() -> None:
+    scenario = _load("tan-22-jobs")
+    assert _jobs(scenario) == 22
+    rows = [(job.submit_s, job.maps, job.reduces) for job in scenario.workload.jobs]
+    assert rows == TAN_TABLE_IV
+    assert len(expand_layout(list(scenario.cluster.nodes))) == 15  # Set B
+    assert (scenario.cluster.map_slots, scenario.cluster.reduce_slots) == (4, 2)
+
+
+def test_yao_four_users_follow_table_ii() -> None:
+    scenario = _load("yao-four-users")
+    assert _jobs(scenario) == 285
+    per_user: dict[str, list[str]] = {}
+    for job in scenario.workload.jobs:
+        per_user.setdefault(job.user, []).append(job.app)
+    expected = {
+        "user1": ("wordcount", 150),
+        "user2": ("pi", 100),
+        "user3": ("grep", 30),
+        "user4": ("sort", 5),
+    }
+    assert {user: (apps[0], len(apps)) for user, apps in per_user.items()} == expected
+    assert all(len(set(apps)) == 1 for apps in per_user.values())
+    assert all(job.maps == 20 for job in scenario.workload.jobs if job.app == "pi")
+    assert len(expand_layout(list(scenario.cluster.nodes))) == 11
+
+
+def test_elkholy_four_jobs_follow_table_iii() -> None:
+    scenario = _load("elkholy-four-jobs")
+    assert _jobs(scenario) == 4
+    assert [(job.app, job.maps) for job in scenario.workload.jobs] == [
+        ("wordcount", 170),
+        ("terasort", 16),
+        ("pi", 10),
+        ("terasort", 16),
+    ]
+    classes = sorted(node.node_class.name for node in expand_layout(list(scenario.cluster.nodes)))
+    assert classes == ["elkholy-dualcore", "elkholy-dualcore", "elkholy-i3", "elkholy-i3"]
+
+
+# seed 002 Table 4.3, in submission order.
+DARA_TABLE_4_3 = {
+    1: ["pi"],
+    2: ["sort"],
+    3: ["wordcount"],
+    4: ["randomwriter"],
+    5: ["pi", "wordcount"],
+    6: ["pi", "sort"],
+    7: ["sort", "wordcount"],
+    8: ["wordcount", "sort", "aggwordcount"],
+    9: ["pi", "wordcount", "sort"],
+    10: ["aggwordcount", "pi", "pi"],
+    11: ["wordcount", "pi", "sort"],
+    12: ["sort", "aggwordcount", "wordcount", "wordcount"],
+    13: ["aggwordcount", "aggwordcount", "sort", "pi"],
+    14: ["pi", "sort", "wordcount", "aggwordcount", "wordcount"],
+    15: ["aggwordcount", "wordcount", "sort", "wordcount", "aggwordcount"],
+    16: ["pi", "pi", "pi", "wordcount", "wordcount"],
+}
+
+
+@pytest.mark.parametrize("wl", sorted(DARA_TABLE_4_3))
+def test_dara_workloads_follow_table_4_3(wl: int) -> None:
+    scenario = _load(f"dara-wl{wl}")
+    assert [job.app for job in scenario.workload.jobs] == DARA_TABLE_4_3[wl]
+    assert scenario.workload.inter_arrival is not None
+    assert "FB-2009" in scenario.workload.inter_arrival.swim
+    nodes = expand_layout(list(scenario.cluster.nodes))
+    assert len(nodes) == 6 and {node.node_class.name for node in nodes} == {"dara-8core"}
+    assert scenario.cluster.map_slots == 12  # the digest's baseline reading: 12 GB / 1 GB containers
+
+
+def test_node_slowdown_injects_a_fault_at_ten_minutes() -> None:
+    scenario = _load("gupta-node-slowdown")
+    (fault,) = scenario.cluster.faults
+    assert fault.start_s == 600 and fault.kind == "cpu-hog"
+    assert fault.node == "gupta-ch5-new-3"  # machine7 of Table 5.1
+    pi = next(job for job in scenario.workload.jobs if job.app == "pi")
+    assert pi.maps == 2000
+
+
+def test_jio_and_pi_run_on_the_table_3_1_cluster() -> None:
+    scenario = _load("gupta-ch3-pi-jio")
+    classes = [node.node_class.name for node in expand_layout(list(scenario.cluster.nodes))]
+    assert classes == ["gupta-old", "gupta-old", "gupta-new", "gupta-new", "gupta-new-fast"]
+    assert sorted(job.app for job in scenario.workload.jobs) == ["jio", "pi"]
