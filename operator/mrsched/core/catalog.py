@@ -6,6 +6,7 @@ The simulator and the node emulator build their hidden node physics and task dem
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -70,6 +71,16 @@ class TaskProfile(_Strict):
     write_mb: float = Field(0.0, alias="writeMB", ge=0)
     write_per_input: float = Field(0.0, alias="writePerInput", ge=0)
     memory_mb: float = Field(256.0, alias="memoryMB", ge=0)
+    # A map's output that the reduces fetch (the shuffle), when it is not what the map writes to disk
+    # (Pi writes spills and logs but emits two numbers).
+    output_mb: float | None = Field(None, alias="outputMB", ge=0)
+    output_per_input: float | None = Field(None, alias="outputPerInput", ge=0)
+
+    def output(self, input_mb: float) -> float:
+        """MB of map output for the shuffle: outputMB + outputPerInput·M, or what the map writes."""
+        if self.output_mb is None and self.output_per_input is None:
+            return self.write_mb + self.write_per_input * input_mb
+        return (self.output_mb or 0.0) + (self.output_per_input or 0.0) * input_mb
 
     def demand(self, input_mb: float, *, network_mb: float = 0.0) -> TaskDemand:
         return TaskDemand(
@@ -104,6 +115,29 @@ class NodeGroup(_Strict):
 class ClusterLayout(_Strict):
     name: str = "cluster"
     nodes: list[NodeGroup] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class LayoutNode:
+    name: str
+    node_class: NodeClass
+    zone: str
+    rack: str
+
+
+def expand_layout(groups: list[NodeGroup], prefix: str = "") -> list[LayoutNode]:
+    """One node per count of each group, named ``<prefix><class>-<n>`` (n counts per class from 0 across
+    groups) or ``<namePrefix><n>`` when the group sets one."""
+    nodes: list[LayoutNode] = []
+    counters: dict[str, int] = {}
+    for group in groups:
+        cls = node_class(group.node_class)
+        stem = group.name_prefix or f"{prefix}{cls.name}-"
+        for _ in range(group.count):
+            index = counters.get(stem, 0)
+            counters[stem] = index + 1
+            nodes.append(LayoutNode(f"{stem}{index}", cls, group.zone, group.rack))
+    return nodes
 
 
 class CatalogError(ValueError):

@@ -50,6 +50,7 @@ class Task:
     index: int
     input_mb: float = 0.0
     replicas: tuple[str, ...] = ()
+    work_s: float | None = None  # a trace's measured task time, used as its CPU work when it gives no bytes
     attempts: int = 0  # attempts started so far
     running: bool = False
     done: bool = False
@@ -153,6 +154,9 @@ class ClusterSnapshot:
     running: dict[str, list[Attempt]]  # node name -> attempts running there
     jobs: list[Job]  # active jobs in submission order
     metrics: dict[str, NodeMetrics] = field(default_factory=dict)
+    #: Bumped on every change of jobs or running attempts, so that policies can cache per-round work.
+    version: int = 0
+    _jobs_by_id: dict[str, Job] | None = field(default=None, repr=False)
 
     def running_on(self, node: str, kind: TaskType | None = None) -> int:
         attempts = self.running.get(node, ())
@@ -160,6 +164,31 @@ class ClusterSnapshot:
 
     def free_slots(self, node: str, kind: TaskType) -> int:
         return self.nodes[node].slots(kind) - self.running_on(node, kind)
+
+    def commit(self, placement: Placement) -> None:
+        """Record a placement as made, so that the rest of the round sees the task running on its node."""
+        task = placement.task
+        task.running = True
+        self.version += 1
+        job = self.job(task.job_id)
+        if task.kind == "map":
+            job.running_maps += 1
+        else:
+            job.running_reduces += 1
+        self.running.setdefault(placement.node, []).append(
+            Attempt(task, task.attempts, placement.node, self.now)
+        )
+
+    def touch(self, *, jobs_changed: bool = False) -> None:
+        """The owner changed something (a task ended, a job arrived or left): invalidate policies' caches."""
+        self.version += 1
+        if jobs_changed:
+            self._jobs_by_id = None
+
+    def job(self, job_id: str) -> Job:
+        if self._jobs_by_id is None or job_id not in self._jobs_by_id:
+            self._jobs_by_id = {j.id: j for j in self.jobs}
+        return self._jobs_by_id[job_id]
 
 
 @dataclass(frozen=True, slots=True)

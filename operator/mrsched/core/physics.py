@@ -403,6 +403,19 @@ class NodeModel:
                 self._finished.append(TaskOutcome(task.task_id, task.started_s, self.now, task.usage))
 
 
+def predicted_duration(cap: NodeCapability, demand: TaskDemand, others: int) -> float:
+    """Expected time of a task that joins ``others`` similar tasks on a node, no noise: the fluid model's
+    sharing at that load held constant (CPU stretched by processor sharing and the over-subscription cost;
+    disk by the streams expected in their disk phase at the same time, with seek thrashing)."""
+    k = others + 1
+    cpu_t, disk_t = demand.cpu_s / cap.cpu_rate, demand.disk_s / cap.disk_rate
+    busy = cpu_t + disk_t
+    cpu_stretch = max(1.0, k / cap.cores) * (1.0 + cap.cpu_contention * max(0.0, k - cap.cores) / cap.cores)
+    streams = max(1.0, k * (disk_t / busy if busy else 0.0))
+    disk_stretch = streams * (1.0 + cap.disk_contention * (streams - 1.0))
+    return cap.overhead_s + demand.network_mb / cap.network_mbps + cpu_t * cpu_stretch + disk_t * disk_stretch
+
+
 def run_alone(cap: NodeCapability, demand: TaskDemand, *, faults: Iterable[Fault] = ()) -> float:
     """Duration of one task started at time 0 on an otherwise idle node, noise off (for tests and probes)."""
     model = NodeModel("probe", replace(cap, noise_sigma=0.0))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mrsched.core.catalog import ClusterLayout, NodeClass, node_class
+from mrsched.core.catalog import ClusterLayout, NodeClass, expand_layout
 from mrsched.emulator.podstatus import now_rfc3339
 
 #: Labels the emulator puts on its nodes. The operator selects workers by WORKER_LABEL.
@@ -140,14 +140,8 @@ def now_micro() -> str:
 
 
 def nodes_from_layout(layout: ClusterLayout, emulator_id: str, prefix: str = "") -> list[EmulatedNode]:
-    """One EmulatedNode per node of the layout, named ``<prefix><class>-<n>`` (or the group's namePrefix)."""
-    nodes: list[EmulatedNode] = []
-    counters: dict[str, int] = {}
-    for group in layout.nodes:
-        cls = node_class(group.node_class)
-        stem = group.name_prefix or f"{prefix}{cls.name}-"
-        for _ in range(group.count):
-            index = counters.get(stem, 0)
-            counters[stem] = index + 1
-            nodes.append(EmulatedNode(f"{stem}{index}", cls, group.zone, group.rack, emulator_id))
-    return nodes
+    """One EmulatedNode per node of the layout, named as :func:`mrsched.core.catalog.expand_layout` names them."""
+    return [
+        EmulatedNode(n.name, n.node_class, n.zone, n.rack, emulator_id)
+        for n in expand_layout(layout.nodes, prefix)
+    ]

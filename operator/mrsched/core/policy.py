@@ -1,0 +1,116 @@
+"""The policy interface and the registry that selects policies by name with validated configuration.
+
+Modelled on Hadoop's ``TaskScheduler.assignTasks(heartbeat)``: each round the cluster's nodes are offered in turn
+and the policy answers with the tasks to start on that node. Policies that think pod-first, like kube-scheduler,
+override :meth:`Policy.schedule_round` instead. Hooks let policies learn from jobs and task outcomes; their
+learned state is a JSON-serialisable dict that the operator persists.
+
+Adding a policy: subclass :class:`Policy`, give it a ``name`` and, if it has options, a ``Config`` (a pydantic
+model whose fields are the options), and decorate it with :func:`register`. Nothing in Kubernetes changes.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskOutcome
+from mrsched.core.physics import NodeCapability, TaskDemand
+
+
+class PolicyConfig(BaseModel):
+    """Base of every policy's options: unknown options are errors, never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class PolicyConfigError(ValueError):
+    """A policy name or option is wrong; the message names it and says what is allowed."""
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """The true physics, handed only to the oracle policy in the simulator (never to learning policies)."""
+
+    capabilities: dict[str, NodeCapability]
+    demand_of: Callable[[Task, str], TaskDemand]  # a task's demand if it ran on the named node
+
+
+class Policy(ABC):
+    name: ClassVar[str]
+    Config: ClassVar[type[PolicyConfig]] = PolicyConfig
+
+    def __init__(
+        self, config: PolicyConfig | None = None, *, seed: int = 0, oracle: Oracle | None = None
+    ) -> None:
+        self.config = config if config is not None else self.Config()
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.oracle = oracle
+
+    @abstractmethod
+    def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
+        """The tasks to start on ``node`` now (Hadoop's heartbeat response); may be empty."""
+
+    def schedule_round(self, snapshot: ClusterSnapshot, nodes: list[str]) -> list[Placement]:
+        """One scheduling round over ``nodes``. The caller applies each node's placements to the snapshot
+        (marks tasks running, records attempts) before the next node is offered, through ``apply``."""
+        placements: list[Placement] = []
+        for node in nodes:
+            placements.extend(self.assign(snapshot, node))
+        return placements
+
+    # --- learning hooks -------------------------------------------------------------------------------------
+
+    def on_job_submitted(self, job: Job, now: float) -> None:  # noqa: B027 (optional hook)
+        pass
+
+    def on_job_finished(self, job: Job, now: float) -> None:  # noqa: B027 (optional hook)
+        pass
+
+    def on_task_finished(self, outcome: TaskOutcome) -> None:  # noqa: B027 (optional hook)
+        pass
+
+    def state(self) -> dict[str, Any]:
+        """Learned state, JSON-serialisable, for the operator to persist."""
+        return {}
+
+    def load_state(self, state: dict[str, Any]) -> None:  # noqa: B027 (optional hook)
+        pass
+
+
+_REGISTRY: dict[str, type[Policy]] = {}
+
+
+def register(cls: type[Policy]) -> type[Policy]:
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise ValueError(f"two policies are called {cls.name!r}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registered() -> dict[str, type[Policy]]:
+    return dict(_REGISTRY)
+
+
+def build_policy(
+    name: str, options: dict[str, Any] | None = None, *, seed: int = 0, oracle: Oracle | None = None
+) -> Policy:
+    """Build a registered policy; a bad name or option raises PolicyConfigError naming it. (Use
+    ``mrsched.policies.make_policy``, which registers the built-in policies first.)"""
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        raise PolicyConfigError(f"unknown policy {name!r}; known policies: {', '.join(sorted(_REGISTRY))}")
+    try:
+        config = cls.Config.model_validate(options or {})
+    except ValidationError as err:
+        problems = "; ".join(
+            f"option {'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in err.errors()
+        )
+        raise PolicyConfigError(f"policy {name!r}: {problems}") from None
+    return cls(config, seed=seed, oracle=oracle)

@@ -1,0 +1,23 @@
+"""Placement policies: Hadoop's baselines, kube-scheduler's default, the oracle, and the papers' policies.
+
+Each module holds one policy and registers it by name; :func:`make_policy` builds one with validated options.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mrsched.core.policy import Oracle, Policy, build_policy, registered
+from mrsched.policies import capacity, fair, fifo, kube_default  # noqa: F401  (registration)
+from mrsched.policies import oracle as _oracle  # noqa: F401  (registration)
+
+
+def make_policy(
+    name: str, options: dict[str, Any] | None = None, *, seed: int = 0, oracle: Oracle | None = None
+) -> Policy:
+    """A policy by name; unknown names and bad options raise PolicyConfigError naming them."""
+    return build_policy(name, options, seed=seed, oracle=oracle)
+
+
+def policy_names() -> list[str]:
+    return sorted(registered())

@@ -1,0 +1,79 @@
+"""kube-default: what kube-scheduler's default profile does with these pods, for comparison.
+
+No slots: pods are placed pod by pod (in job submission order, maps before reduces, reduces after slow-start)
+on nodes whose allocatable CPU and memory still fit their requests, scored as kube-scheduler scores them with
+its default plugins' weights: NodeResourcesFit with LeastAllocated (mean over CPU and memory of
+(allocatable − requested) / allocatable × 100) plus NodeResourcesBalancedAllocation ((1 − std of the two
+fractions) × 100). The best score wins; ties are broken at random, as kube-scheduler does. It knows nothing of
+data locality or node speed. On a live cluster the operator uses the real kube-scheduler instead.
+"""
+
+from __future__ import annotations
+
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement, Resources, Task
+from mrsched.core.policy import Policy, register
+
+
+def requested(snapshot: ClusterSnapshot, node: str) -> tuple[float, float]:
+    cpu = mem = 0.0
+    for attempt in snapshot.running.get(node, ()):
+        job = snapshot.job(attempt.task.job_id)
+        req = job.map_request if attempt.task.kind == "map" else job.reduce_request
+        cpu += req.cpu
+        mem += req.memory_mb
+    return cpu, mem
+
+
+def score(cpu_cap: float, mem_cap: float, cpu_used: float, mem_used: float) -> float:
+    cpu_frac, mem_frac = cpu_used / cpu_cap, mem_used / mem_cap
+    least_allocated = ((1 - cpu_frac) + (1 - mem_frac)) / 2 * 100
+    balanced = (1 - abs(cpu_frac - mem_frac) / 2) * 100
+    return least_allocated + balanced
+
+
+@register
+class KubeDefault(Policy):
+    name = "kube-default"
+
+    def _pending(self, jobs: list[Job]) -> list[tuple[Task, Resources]]:
+        out = []
+        for job in sorted(jobs, key=lambda j: (-j.priority, j.submit_s)):
+            out += [(t, job.map_request) for t in job.maps if t.pending]
+            if job.reduces_allowed():
+                out += [(t, job.reduce_request) for t in job.reduces if t.pending]
+        return out
+
+    def schedule_round(self, snapshot: ClusterSnapshot, nodes: list[str]) -> list[Placement]:
+        used = {name: requested(snapshot, name) for name in snapshot.nodes}
+        placements = []
+        for task, req in self._pending(snapshot.jobs):
+            best: list[str] = []
+            best_score, runner_up = -1.0, None
+            for name, node in snapshot.nodes.items():
+                cpu, mem = used[name]
+                if cpu + req.cpu > node.cores + 1e-9 or mem + req.memory_mb > node.memory_mb + 1e-9:
+                    continue
+                s = score(node.cores, node.memory_mb, cpu + req.cpu, mem + req.memory_mb)
+                if s > best_score + 1e-9:
+                    runner_up = best[0] if best else runner_up
+                    best, best_score = [name], s
+                elif abs(s - best_score) <= 1e-9:
+                    best.append(name)
+            if not best:
+                break  # the head pod fits nowhere: later pods wait too (FIFO queue order)
+            chosen = self.rng.choice(best)
+            placement = Placement(
+                task,
+                chosen,
+                Explanation(
+                    self.name, best_score, "highest LeastAllocated + BalancedAllocation score", runner_up
+                ),
+            )
+            snapshot.commit(placement)
+            cpu, mem = used[chosen]
+            used[chosen] = (cpu + req.cpu, mem + req.memory_mb)
+            placements.append(placement)
+        return placements
+
+    def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
+        return self.schedule_round(snapshot, [node])
