@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all deps venv binaries lint unit test cluster-up cluster-down lock clean
+.PHONY: all deps venv binaries lint unit test bench bench-speed cluster-up cluster-down lock clean
 
 all: test
 
@@ -35,6 +35,18 @@ unit: venv  ## tests that need no cluster
 
 test: deps venv binaries lint  ## everything: lint, unit tests, and tests on the local control plane
 	$(BIN)/pytest
+
+SCENARIOS := $(wildcard bench/scenarios/*.yaml)
+
+bench: venv  ## every scenario under every baseline, into bench/results/<scenario>/ (commit them)
+	@set -e; for s in $(SCENARIOS); do \
+	  name=$$(basename $$s .yaml); \
+	  $(BIN)/mrsched simulate $$s --out bench/results/$$name; \
+	done
+	$(PY) bench/summarise.py bench/results > bench/results/README.md
+
+bench-speed: venv  ## simulator events/s and Fair's scheduling-round latency
+	$(PY) bench/simulator_speed.py
 
 cluster-up: deps venv binaries  ## a local cluster for kubectl: prints KUBECONFIG and the Prometheus URL
 	$(BIN)/mrsched cluster up

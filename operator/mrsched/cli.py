@@ -87,6 +87,21 @@ def _cluster_clear_faults(args: argparse.Namespace) -> int:
     return 0
 
 
+def _simulate(args: argparse.Namespace) -> int:
+    from mrsched.simulator.report import write_report
+    from mrsched.simulator.run import run_scenario
+    from mrsched.simulator.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario)
+    policies = args.policies.split(",") if args.policies else None
+    seeds = [int(s) for s in args.seed.split(",")] if args.seed else None
+    summary, first = run_scenario(scenario, policies, seeds, progress=lambda line: print(line, flush=True))
+    out = args.out or Path("results") / scenario.name
+    write_report(summary, first, out)
+    print(f"wrote {out}/results.json, report.md and plots")
+    return 0
+
+
 def _emulator_run(args: argparse.Namespace) -> int:
     from mrsched.emulator.main import run
     from mrsched.emulator.service import EmulatorConfig
@@ -165,6 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
     clear.add_argument("node")
     clear.set_defaults(func=_cluster_clear_faults)
 
+    simulate = commands.add_parser("simulate", help="run a scenario under several policies, side by side")
+    simulate.add_argument("scenario", type=Path, help="a scenario file (bench/scenarios/*.yaml)")
+    simulate.add_argument("--policies", help="comma-separated policy names (default: the scenario's)")
+    simulate.add_argument("--seed", help="comma-separated seeds (default: the scenario's)")
+    simulate.add_argument("--out", type=Path, help="output directory (default: results/<scenario>)")
+    simulate.set_defaults(func=_simulate)
+
     emulator = commands.add_parser("emulator", help="the node emulator process")
     emulator_commands = emulator.add_subparsers(dest="action", required=True)
     run = emulator_commands.add_parser("run", help="register nodes and play their kubelet")
@@ -188,7 +210,14 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         code = args.func(args)
-    except (ToolchainError, CatalogError, FileExistsError, FileNotFoundError, EmulatorError) as err:
+    except (
+        ToolchainError,
+        CatalogError,
+        FileExistsError,
+        FileNotFoundError,
+        EmulatorError,
+        ValueError,
+    ) as err:
         print(f"mrsched: {err}", file=sys.stderr)
         code = 2
     sys.exit(code)

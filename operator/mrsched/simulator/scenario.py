@@ -15,7 +15,7 @@ Example (every key is described on its model below)::
       heartbeatS: 3
     workload:
       jobs:
-        - {id: jio, app: j_io, user: alice, submitS: 0, maps: 30, reduces: 1, inputMBPerMap: 64}
+        - {id: jio, app: jio, user: alice, submitS: 0, maps: 30, reduces: 1, inputMBPerMap: 64}
         - {id: pi, app: pi, user: alice, submitS: 0, maps: 200, reduces: 1}
     policies: [fifo, fair, capacity, kube-default, oracle]
     seeds: [1, 2, 3, 4, 5]
@@ -39,6 +39,9 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
+DEFAULT_POLICIES = ("fifo", "fair", "capacity", "kube-default", "oracle")
+
+
 class ScenarioError(ValueError):
     """A scenario file is wrong; the message names the file and the field."""
 
@@ -56,7 +59,8 @@ class FaultSpec(_Strict):
 class ClusterSpec(_Strict):
     nodes: list[NodeGroup] = Field(min_length=1)
     faults: list[FaultSpec] = Field(default_factory=list)
-    map_slots: int = Field(2, alias="mapSlots", ge=1)  # per node, for slot-based policies (Hadoop's default 2)
+    # Slots per node for slot-based policies (Hadoop's default: 2 and 2).
+    map_slots: int = Field(2, alias="mapSlots", ge=1)
     reduce_slots: int = Field(2, alias="reduceSlots", ge=0)
     heartbeat_s: float = Field(3.0, alias="heartbeatS", gt=0)  # Hadoop 1's minimum TaskTracker heartbeat
 
@@ -96,7 +100,8 @@ class TraceSpec(_Strict):
     path: str  # relative to the scenario file
     max_jobs: int | None = Field(None, alias="maxJobs", ge=1)
     time_scale: float = Field(1.0, alias="timeScale", gt=0)  # divide submission times by this
-    size_scale: float = Field(1.0, alias="sizeScale", gt=0)  # divide bytes by this (keeps the size distribution)
+    # Divide bytes by this: every job shrinks alike, so the size distribution keeps its shape.
+    size_scale: float = Field(1.0, alias="sizeScale", gt=0)
     block_mb: float = Field(128.0, alias="blockMB", gt=0)  # one map per block of input, at least one
     app: str = "wordcount"  # the profile that turns a trace job's bytes into work
 
@@ -125,7 +130,7 @@ class Scenario(_Strict):
     headline: str  # the paper's result it is meant to reproduce
     cluster: ClusterSpec
     workload: WorkloadSpec
-    policies: list[str] = Field(default_factory=lambda: ["fifo", "fair", "capacity", "kube-default", "oracle"])
+    policies: list[str] = Field(default_factory=lambda: list(DEFAULT_POLICIES))
     seeds: list[int] = Field(default_factory=lambda: [1])
     base_dir: Path = Field(Path("."), exclude=True)
 

@@ -1,0 +1,379 @@
+"""The discrete-event simulator: jobs arrive, nodes heartbeat, the policy places tasks, the physics runs them.
+
+Events, in time order (ties by insertion order, so a seed always gives the same run):
+
+* job arrival: the job becomes active and the policy's ``on_job_submitted`` hook runs;
+* heartbeat of a node, every ``heartbeat_s`` (staggered over the interval): the node's physics advances, and
+  ``policy.schedule_round(snapshot, [node])`` answers with placements, which start at once;
+* physics: the next phase change on a node (``NodeModel.next_event_s``), when tasks finish.
+
+A map reads its split from the local disk when a replica is on its node, otherwise over the network (off-rack
+transfers count twice: a 2:1 oversubscribed rack uplink). A reduce holds its slot from the moment it is placed
+(slow-start) but starts working only when all of its job's maps are done, as Hadoop's reduces wait for map
+output; its shuffle crosses the network for the map outputs held by other nodes. A task killed by the OOM
+killer is retried up to the job's ``max_attempts``, then the job fails.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from mrsched.core.catalog import application, expand_layout
+from mrsched.core.locality import locality
+from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, Placement, Task, TaskOutcome
+from mrsched.core.physics import Fault, NodeCapability, NodeModel, TaskDemand, isolated_duration
+from mrsched.core.policy import Oracle, Policy
+from mrsched.simulator.scenario import ClusterSpec
+
+#: Cost factor of off-rack transfers relative to in-rack ones (2:1 oversubscribed uplinks).
+OFF_RACK_COST = 2.0
+_ARRIVAL, _HEARTBEAT, _PHYSICS = 0, 1, 2
+
+
+@dataclass
+class JobRecord:
+    id: str
+    user: str
+    app: str
+    submit_s: float
+    start_s: float | None = None
+    finish_s: float | None = None
+    failed: bool = False
+    maps: int = 0
+    reduces: int = 0
+    starvation_s: float = 0.0  # seed 003 §III: mean wait of reduces started after the last map finished
+
+
+@dataclass
+class SimulationResult:
+    policy: str
+    seed: int
+    jobs: list[JobRecord]
+    makespan_s: float
+    locality: dict[str, int]
+    utilisation: dict[str, list[tuple[float, float]]]  # node -> [(time, busy cores / cores)]
+    throughput: float  # seed 002 Eq 4.4 over the whole run: work (isolated task time) done per second
+    events: int
+    tasks_started: int
+    tasks_failed: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Running:
+    attempt: Attempt
+    demand: TaskDemand
+    level: str
+    waiting: bool = False  # a reduce holding its slot until its job's maps are done
+
+
+class Simulation:
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        jobs: list[Job],
+        policy: Policy | Callable[[Oracle], Policy],
+        *,
+        seed: int = 0,
+        utilisation_every_s: float = 30.0,
+    ) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        layout = expand_layout(cluster.nodes)
+        self.nodes: dict[str, Node] = {
+            n.name: Node(
+                n.name,
+                n.node_class.cores,
+                n.node_class.memory_mib * 1.048576,
+                n.rack,
+                n.zone,
+                node_class=n.node_class.name,
+                map_slots=cluster.map_slots,
+                reduce_slots=cluster.reduce_slots,
+            )
+            for n in layout
+        }
+        self.capabilities: dict[str, NodeCapability] = {n.name: n.node_class.capability() for n in layout}
+        self.models = {name: NodeModel(name, cap, seed=seed) for name, cap in self.capabilities.items()}
+        for fault in cluster.faults:
+            if fault.node not in self.models:
+                raise ValueError(f"fault on unknown node {fault.node!r}; nodes: {', '.join(self.models)}")
+            self.models[fault.node].add_fault(Fault(fault.kind, fault.start_s, fault.end_s, fault.intensity))
+        self.heartbeat_s = cluster.heartbeat_s
+        oracle = Oracle(self.capabilities, self.demand)
+        self.policy = policy if isinstance(policy, Policy) else policy(oracle)
+        self.jobs = sorted(jobs, key=lambda j: j.submit_s)
+        self._app_of = {j.id: j.app for j in self.jobs}
+        self._unfinished = len(self.jobs)
+        self._clean_caps = {n: replace(c, noise_sigma=0.0) for n, c in self.capabilities.items()}
+        self.active: list[Job] = []
+        self.snapshot = ClusterSnapshot(0.0, self.nodes, {n: [] for n in self.nodes}, self.active)
+        self._queue: list[tuple[float, int, int, Any]] = []
+        self._seq = itertools.count()
+        self._physics_at: dict[str, float] = {}
+        self._running: dict[str, dict[str, _Running]] = {n: {} for n in self.nodes}  # node -> task key -> run
+        self._map_nodes: dict[str, dict[str, int]] = defaultdict(
+            lambda: defaultdict(int)
+        )  # job -> node -> maps
+        self._last_map_done: dict[str, float] = {}
+        self.records = {
+            j.id: JobRecord(j.id, j.user, j.app, j.submit_s, maps=len(j.maps), reduces=len(j.reduces))
+            for j in self.jobs
+        }
+        self._reduce_starts: dict[str, list[float]] = defaultdict(list)
+        self.locality_counts: dict[str, int] = defaultdict(int)
+        self.utilisation: dict[str, list[tuple[float, float]]] = {n: [] for n in self.nodes}
+        self._util_every = utilisation_every_s
+        self._last_busy: dict[str, float] = dict.fromkeys(self.nodes, 0.0)
+        self.work_done = 0.0
+        self.events = 0
+        self._dormant: list[str] = []
+        self.started = 0
+        self.failed_attempts = 0
+
+    # --- physics glue -----------------------------------------------------------------------------------------
+
+    def demand(self, task: Task, node: str) -> TaskDemand:
+        """The true demand of ``task`` if it ran on ``node`` (also the oracle's view)."""
+        profile = application(self._app_of[task.job_id]).profile(task.kind)
+        base = profile.demand(task.input_mb)
+        if task.work_s is not None:  # replayed from a trace that gives durations, not bytes (SLS)
+            base = replace(base, cpu_s=task.work_s)
+        here = self.nodes[node]
+        if task.kind == "map":
+            level = locality(task, here, self.nodes)
+            if level in ("rack", "off"):
+                factor = OFF_RACK_COST if level == "off" else 1.0
+                return replace(
+                    base, read_mb=max(0.0, base.read_mb - task.input_mb), network_mb=task.input_mb * factor
+                )
+            return base
+        # Reduce: the shuffle fetches the map outputs that other nodes hold.
+        counts = self._map_nodes.get(task.job_id, {})
+        total = sum(counts.values()) or 1
+        remote = task.input_mb * (1.0 - counts.get(node, 0) / total)
+        return replace(base, read_mb=max(0.0, base.read_mb - remote), network_mb=remote)
+
+    # --- events -----------------------------------------------------------------------------------------------
+
+    def _push(self, at: float, kind: int, payload: Any) -> None:
+        heapq.heappush(self._queue, (at, next(self._seq), kind, payload))
+
+    def _schedule_physics(self, node: str) -> None:
+        at = self.models[node].next_event_s()
+        if at != float("inf") and self._physics_at.get(node) != at:
+            self._physics_at[node] = at
+            self._push(at, _PHYSICS, node)
+
+    def run(
+        self, *, until_s: float = float("inf"), progress: Callable[[float, int], None] | None = None
+    ) -> SimulationResult:
+        for job in self.jobs:
+            self._push(job.submit_s, _ARRIVAL, job)
+        offsets = self.rng.sample(range(len(self.nodes)), len(self.nodes))
+        for i, node in zip(offsets, self.nodes, strict=True):
+            self._push(self.heartbeat_s * i / len(self.nodes), _HEARTBEAT, node)
+        now = 0.0
+        next_util = 0.0
+        while self._queue and self._unfinished > 0:
+            now, _, kind, payload = heapq.heappop(self._queue)
+            if now > until_s:
+                break
+            if kind == _PHYSICS and self._physics_at.get(payload) != now:
+                continue  # superseded: the node's next event moved when a task started or ended
+            self.events += 1
+            self.snapshot.now = now
+            if now >= next_util:
+                self._sample_utilisation(now)
+                next_util = now + self._util_every
+            if kind == _ARRIVAL:
+                self.active.append(payload)
+                self.snapshot.touch(jobs_changed=True)
+                self.policy.on_job_submitted(payload, now)
+                self._wake_heartbeats(now)
+            elif kind == _HEARTBEAT:
+                if self.active or self.snapshot.running[payload]:
+                    self._heartbeat(payload, now)
+                    self._push(now + self.heartbeat_s, _HEARTBEAT, payload)
+                else:
+                    self._dormant.append(payload)  # nothing to do: sleep until the next job arrives
+            else:
+                del self._physics_at[payload]
+                self._complete(payload, now)
+            if progress is not None and self.events % 50_000 == 0:
+                progress(now, self._unfinished)
+        self._sample_utilisation(now)
+        finished = [r.finish_s for r in self.records.values() if r.finish_s is not None]
+        return SimulationResult(
+            self.policy.name,
+            self.seed,
+            list(self.records.values()),
+            max(finished, default=0.0),
+            dict(self.locality_counts),
+            self.utilisation,
+            self.work_done / max(now, 1e-9),
+            self.events,
+            self.started,
+            self.failed_attempts,
+        )
+
+    def _wake_heartbeats(self, now: float) -> None:
+        """Heartbeats stop while no job is active (a trace day is mostly idle); restart them, staggered."""
+        for i, node in enumerate(self._dormant):
+            self._push(now + self.heartbeat_s * (i + 1) / (len(self._dormant) + 1), _HEARTBEAT, node)
+        self._dormant.clear()
+
+    def _sample_utilisation(self, now: float) -> None:
+        for name, model in self.models.items():
+            model.advance(max(model.now, now))
+            busy = model.counters.cpu_busy_s
+            span = max(now - (self.utilisation[name][-1][0] if self.utilisation[name] else 0.0), 1e-9)
+            frac = (busy - self._last_busy[name]) / span / self.capabilities[name].cores
+            self.utilisation[name].append((now, min(1.0, max(0.0, frac))))
+            self._last_busy[name] = busy
+            self._schedule_physics(name)
+
+    def _heartbeat(self, node: str, now: float) -> None:
+        model = self.models[node]
+        model.advance(now)
+        self._schedule_physics(node)
+        if not self.active:
+            return
+        for placement in self.policy.schedule_round(self.snapshot, [node]):
+            if placement.task.job_id in self._active_ids():
+                self._start(placement, now)
+            else:  # its job failed while this round's earlier placements started: undo the commit
+                self.snapshot.running[placement.node] = [
+                    a for a in self.snapshot.running[placement.node] if a.task is not placement.task
+                ]
+                placement.task.running = False
+                self.snapshot.touch()
+
+    def _active_ids(self) -> set[str]:
+        return {j.id for j in self.active}
+
+    def _start(self, placement: Placement, now: float) -> None:
+        task, node = placement.task, placement.node
+        job = self.snapshot.job(task.job_id)
+        task.attempts += 1
+        self.started += 1
+        record = self.records[job.id]
+        if record.start_s is None:
+            record.start_s = job.start_s = now
+        attempt = next(a for a in reversed(self.snapshot.running[node]) if a.task is task)
+        level = locality(task, self.nodes[node], self.nodes)
+        if task.kind == "map":
+            self.locality_counts[level] += 1
+        demand = self.demand(task, node)
+        run = _Running(attempt, demand, level)
+        self._running[node][task.key] = run
+        if task.kind == "reduce":
+            self._reduce_starts[job.id].append(now)
+            if job.finished_maps < len(job.maps):
+                run.waiting = True  # holds its slot until the map output is complete
+                return
+        self._launch(node, task, demand, now)
+
+    def _launch(self, node: str, task: Task, demand: TaskDemand, now: float) -> None:
+        model = self.models[node]
+        model.advance(now)
+        if not model.start(f"{task.key}#{task.attempts}", demand, now):
+            self._complete(node, now)  # the OOM killer refused it: handle that (and anything due now) at once
+        self._schedule_physics(node)
+
+    def _complete(self, node: str, now: float) -> None:
+        model = self.models[node]
+        model.advance(now)
+        for outcome in model.pop_finished():
+            self._finish(
+                node,
+                outcome.task_id.split("#")[0],
+                now,
+                succeeded=not outcome.oom_killed,
+                usage=outcome.usage,
+            )
+        self._schedule_physics(node)
+
+    def _finish(self, node: str, task_key: str, now: float, *, succeeded: bool, usage: Any = None) -> None:
+        run = self._running[node].pop(task_key)
+        task = run.attempt.task
+        job = self.snapshot.job(task.job_id)
+        self.snapshot.running[node].remove(run.attempt)
+        self.snapshot.touch()
+        task.running = False
+        if task.kind == "map":
+            job.running_maps -= 1
+        else:
+            job.running_reduces -= 1
+        self.policy.on_task_finished(
+            TaskOutcome(
+                task,
+                node,
+                run.attempt.start_s,
+                now,
+                succeeded,
+                cpu_s=usage.cpu_s if usage else 0.0,
+                read_bytes=usage.read_bytes if usage else 0,
+                written_bytes=usage.written_bytes if usage else 0,
+                network_bytes=usage.network_bytes if usage else 0,
+                locality=run.level,  # type: ignore[arg-type]
+            )
+        )
+        if not succeeded:
+            self.failed_attempts += 1
+            if task.attempts >= job.max_attempts:
+                task.failed = True
+                self._end_job(job, now, failed=True)
+                return
+            reset = getattr(self.policy, "forget_failed", None)
+            if reset is not None:
+                reset(job.id)
+            return
+        task.done = True
+        self.work_done += isolated_duration(self._clean_caps[node], run.demand)
+        if task.kind == "map":
+            job.finished_maps += 1
+            self._map_nodes[job.id][node] += 1
+            if job.finished_maps == len(job.maps):
+                self._last_map_done[job.id] = now
+                self._release_waiting_reduces(job, now)
+        else:
+            job.finished_reduces += 1
+        if job.finished:
+            self._end_job(job, now, failed=False)
+
+    def _release_waiting_reduces(self, job: Job, now: float) -> None:
+        for node, runs in self._running.items():
+            for run in list(runs.values()):
+                if run.waiting and run.attempt.task.job_id == job.id:
+                    run.waiting = False
+                    run.demand = self.demand(run.attempt.task, node)  # map outputs are all placed now
+                    self._launch(node, run.attempt.task, run.demand, now)
+
+    def _end_job(self, job: Job, now: float, *, failed: bool) -> None:
+        if job not in self.active:
+            return
+        record = self.records[job.id]
+        record.finish_s = job.finish_s = now
+        record.failed = failed
+        t_m = self._last_map_done.get(job.id)
+        late = [s - t_m for s in self._reduce_starts.get(job.id, []) if t_m is not None and s > t_m]
+        record.starvation_s = sum(late) / len(late) if late else 0.0
+        if failed:  # stop whatever else of it still runs
+            for node, runs in self._running.items():
+                for key, run in list(runs.items()):
+                    if run.attempt.task.job_id == job.id:
+                        self.models[node].stop(f"{key}#{run.attempt.task.attempts}", now)
+                        runs.pop(key)
+                        self.snapshot.running[node].remove(run.attempt)
+                        self._schedule_physics(node)
+        self.active.remove(job)
+        self._unfinished -= 1
+        self.snapshot.touch(jobs_changed=True)
+        self.policy.on_job_finished(job, now)

@@ -1,0 +1,115 @@
+"""Write a scenario's results: ``results.json``, ``report.md`` and PNG plots (matplotlib)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a display
+import matplotlib.pyplot as plt
+
+from mrsched.simulator.engine import SimulationResult
+
+_REFERENCES = ("fifo", "fair", "oracle")
+
+
+def _ratio(value: float, reference: float | None) -> str:
+    return f"{value / reference:.2f}" if reference else "-"
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    policies: dict[str, dict[str, Any]] = summary["policies"]
+    bound = summary["lower_bound"]["makespan_s"]
+    lines = [
+        f"# {summary['scenario']}",
+        "",
+        f"Source: {summary['source']}",
+        "",
+        f"Headline to reproduce: {summary['headline']}",
+        "",
+        f"Seeds: {', '.join(str(s) for s in summary['seeds'])}. Times in seconds, means over seeds. Ratios are "
+        "this policy's value over the reference's (lower is better).",
+        "",
+        f"Lower bound on makespan: {bound:.0f} s (work bound {summary['lower_bound']['work_bound_s']:.0f} s, "
+        f"critical path {summary['lower_bound']['critical_path_s']:.0f} s).",
+        "",
+        "| policy | makespan | mean job time | p50 | p95 | starvation | node-local maps | makespan / FIFO "
+        "| / Fair | / oracle | / lower bound | mean job time / FIFO | / Fair | / oracle |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    refs = {r: policies.get(r) for r in _REFERENCES}
+    for name, p in policies.items():
+        local = p["locality"].get("node", 0.0) + p["locality"].get("none", 0.0)
+        cells = [
+            name,
+            f"{p['makespan_s']:.0f}",
+            f"{p['mean_job_time_s']:.0f}",
+            f"{p['p50_job_time_s']:.0f}",
+            f"{p['p95_job_time_s']:.0f}",
+            f"{p['mean_starvation_s']:.0f}",
+            f"{local:.0%}",
+            *(_ratio(p["makespan_s"], r["makespan_s"] if r else None) for r in refs.values()),
+            _ratio(p["makespan_s"], bound),
+            *(_ratio(p["mean_job_time_s"], r["mean_job_time_s"] if r else None) for r in refs.values()),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    failed = {n: p["failed_jobs"] for n, p in policies.items() if p["failed_jobs"]}
+    if failed:
+        lines += ["", "Failed jobs (over all seeds): " + ", ".join(f"{n} {c}" for n, c in failed.items())]
+    lines += ["", "Plots: `job_completion_cdf.png`, `utilisation.png`, `policies.png`.", ""]
+    return "\n".join(lines)
+
+
+def plots(summary: dict[str, Any], first_seed: dict[str, SimulationResult], out: Path) -> None:
+    policies: dict[str, dict[str, Any]] = summary["policies"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, p in policies.items():
+        times = sorted(j["finish_s"] - j["submit_s"] for j in p["jobs"] if j["finish_s"] is not None)
+        if times:
+            ax.step(times, [(i + 1) / len(times) for i in range(len(times))], where="post", label=name)
+    ax.set(
+        xlabel="job completion time (s)", ylabel="fraction of jobs", title=f"{summary['scenario']}: job CDF"
+    )
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "job_completion_cdf.png", dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(
+        len(first_seed), 1, figsize=(8, 2.2 * len(first_seed)), sharex=True, squeeze=False
+    )
+    for ax, (name, result) in zip(axes[:, 0], first_seed.items(), strict=True):
+        for node, series in result.utilisation.items():
+            if series:
+                ax.plot([t for t, _ in series], [u for _, u in series], linewidth=0.8, label=node)
+        ax.set(ylabel="CPU busy", ylim=(0, 1.05), title=name)
+    axes[-1, 0].set_xlabel("time (s)")
+    if len(result.utilisation) <= 12:
+        axes[0, 0].legend(fontsize=6, ncol=4)
+    fig.tight_layout()
+    fig.savefig(out / "utilisation.png", dpi=110)
+    plt.close(fig)
+
+    names = list(policies)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 4))
+    a1.bar(names, [policies[n]["makespan_s"] for n in names], color="tab:blue")
+    a1.axhline(summary["lower_bound"]["makespan_s"], color="black", linestyle="--", label="lower bound")
+    a1.set(title="makespan (s)")
+    a1.legend()
+    a2.bar(names, [policies[n]["mean_job_time_s"] for n in names], color="tab:orange")
+    a2.set(title="mean job time (s)")
+    for ax in (a1, a2):
+        ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    fig.savefig(out / "policies.png", dpi=110)
+    plt.close(fig)
+
+
+def write_report(summary: dict[str, Any], first_seed: dict[str, SimulationResult], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(summary, indent=1, sort_keys=False) + "\n")
+    (out / "report.md").write_text(markdown(summary))
+    plots(summary, first_seed, out)
