@@ -18,9 +18,12 @@ import time
 from pathlib import Path
 
 from mrsched.core.catalog import CatalogError, load_cluster_layout
+from mrsched.core.policy import PolicyConfigError
 from mrsched.emulator.client import EmulatorError
 from mrsched.localcluster.cluster import LocalCluster, default_state_dir
 from mrsched.localcluster.toolchain import ToolchainError
+from mrsched.simulator.scenario import ScenarioError
+from mrsched.simulator.traces import TraceError
 
 
 def _cluster_up(args: argparse.Namespace) -> int:
@@ -216,7 +219,9 @@ def main(argv: list[str] | None = None) -> None:
         FileExistsError,
         FileNotFoundError,
         EmulatorError,
-        ValueError,
+        ScenarioError,
+        PolicyConfigError,
+        TraceError,
     ) as err:
         print(f"mrsched: {err}", file=sys.stderr)
         code = 2

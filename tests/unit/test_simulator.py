@@ -199,3 +199,61 @@ def test_out_of_memory_attempts_are_retried_then_fail_the_job(tmp_path: Path) ->
     assert record.failed and record.finish_s is not None
     (doomed,) = [t for t in sim.jobs[0].maps if t.failed]
     assert doomed.attempts == sim.jobs[0].max_attempts == 4
+
+
+def test_simulate_command_writes_results_report_and_plots(tmp_path: Path) -> None:
+    import json
+
+    from mrsched.cli import main
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({**BASE, "seeds": [1, 2]}))
+    with pytest.raises(SystemExit) as exit_info:
+        main(
+            [
+                "simulate",
+                str(path),
+                "--policies",
+                "fifo,fair,oracle",
+                "--seed",
+                "1,2",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+    assert exit_info.value.code == 0
+    results = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert set(results["policies"]) == {"fifo", "fair", "oracle"} and results["seeds"] == [1, 2]
+    fifo = results["policies"]["fifo"]
+    for key in ("makespan_s", "mean_job_time_s", "p95_job_time_s", "jobs"):
+        assert key in fifo
+    assert {"id", "user", "submit_s", "start_s", "finish_s"} <= set(fifo["jobs"][0])
+    assert results["lower_bound"]["makespan_s"] <= min(p["makespan_s"] for p in results["policies"].values())
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "| fifo |" in report and "/ lower bound" in report
+    for plot in ("job_completion_cdf.png", "utilisation.png", "policies.png"):
+        assert (tmp_path / "o" / plot).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_bad_scenario_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mrsched.cli import main
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({**BASE, "cluster": {"nodes": [{"class": "gupta-old", "count": 0}]}}))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["simulate", str(path)])
+    assert exit_info.value.code == 2
+    assert "count" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "fmt, name", [("swim", "sample.swim.tsv"), ("sls", "sample-sls.json"), ("rumen", "sample-rumen.json")]
+)
+def test_trace_replay_runs_every_job(tmp_path: Path, fmt: str, name: str) -> None:
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / name
+    sc = scenario(tmp_path, workload={"trace": {"format": fmt, "path": str(fixture), "sizeScale": 100}})
+    nodes = [n.name for n in expand_layout(sc.cluster.nodes)]
+    jobs = build_jobs(sc, nodes, 1)
+    assert jobs and all(j.maps for j in jobs)
+    _, _, result = simulate(sc, "fair")
+    assert len(result.jobs) == len(jobs) and all(r.finish_s is not None for r in result.jobs)
