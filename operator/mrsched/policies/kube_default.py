@@ -10,8 +10,11 @@ data locality or node speed. On a live cluster the operator uses the real kube-s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement, Resources, Task
 from mrsched.core.policy import Policy, register
+from mrsched.policies.pending import PendingTasks
 
 
 def requested(snapshot: ClusterSnapshot, node: str) -> tuple[float, float]:
@@ -35,18 +38,26 @@ def score(cpu_cap: float, mem_cap: float, cpu_used: float, mem_used: float) -> f
 class KubeDefault(Policy):
     name = "kube-default"
 
-    def _pending(self, jobs: list[Job]) -> list[tuple[Task, Resources]]:
-        out = []
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._pending = PendingTasks()
+
+    def _queue(self, jobs: list[Job]) -> Iterator[tuple[Task, Resources]]:
+        """Pods in kube-scheduler's queue order here: job priority, then submission; maps, then reduces."""
         for job in sorted(jobs, key=lambda j: (-j.priority, j.submit_s)):
-            out += [(t, job.map_request) for t in job.maps if t.pending]
+            for task in self._pending.of(job, "map"):
+                yield task, job.map_request
             if job.reduces_allowed():
-                out += [(t, job.reduce_request) for t in job.reduces if t.pending]
-        return out
+                for task in self._pending.of(job, "reduce"):
+                    yield task, job.reduce_request
+
+    def on_job_finished(self, job: Job, now: float) -> None:
+        self._pending.forget(job.id)
 
     def schedule_round(self, snapshot: ClusterSnapshot, nodes: list[str]) -> list[Placement]:
         used = {name: requested(snapshot, name) for name in snapshot.nodes}
         placements = []
-        for task, req in self._pending(snapshot.jobs):
+        for task, req in self._queue(snapshot.jobs):
             best: list[str] = []
             best_score, runner_up = -1.0, None
             for name, node in snapshot.nodes.items():

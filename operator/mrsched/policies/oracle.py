@@ -9,9 +9,12 @@ past which adding tasks only slows everyone) and memory fits.
 
 from __future__ import annotations
 
-from mrsched.core.model import ClusterSnapshot, Explanation, Placement
+import itertools
+
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement
 from mrsched.core.physics import predicted_duration
 from mrsched.core.policy import Policy, PolicyConfigError, register
+from mrsched.policies.pending import PendingTasks
 
 
 @register
@@ -29,9 +32,9 @@ class OraclePolicy(Policy):
         }
         placements: list[Placement] = []
         for job in sorted(snapshot.jobs, key=lambda j: j.submit_s):
-            tasks = [t for t in job.maps if t.pending]
-            if job.reduces_allowed():
-                tasks += [t for t in job.reduces if t.pending]
+            tasks = itertools.chain(
+                self._pending.of(job, "map"), self._pending.of(job, "reduce") if job.reduces_allowed() else ()
+            )
             for task in tasks:
                 best, best_t, second = None, float("inf"), None
                 for name in snapshot.nodes:
@@ -59,6 +62,13 @@ class OraclePolicy(Policy):
                 memory[best] += self.oracle.demand_of(task, best).memory_mb
                 placements.append(placement)
         return placements
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._pending = PendingTasks()
+
+    def on_job_finished(self, job: Job, now: float) -> None:
+        self._pending.forget(job.id)
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         return self.schedule_round(snapshot, [node])
