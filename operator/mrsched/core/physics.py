@@ -135,6 +135,7 @@ class Phase(Enum):
 
 
 _PHASE_ORDER = (Phase.OVERHEAD, Phase.NETWORK, Phase.CPU, Phase.DISK)
+_OVERHEAD, _NETWORK, _CPU, _DISK = range(4)
 
 
 @dataclass
@@ -220,16 +221,19 @@ class NodeModel:
         self.counters = NodeCounters()
         self._running: dict[str, _Running] = {}
         self._finished: list[TaskOutcome] = []
+        self._cached: _Rates | None = None
 
     # --- inputs -------------------------------------------------------------------------------------------
 
     def add_fault(self, fault: Fault) -> None:
         self.faults.append(fault)
+        self._cached = None
 
     def clear_faults(self, now: float) -> None:
         """End every active fault at ``now`` (after advancing to it)."""
         self.advance(now)
         self.faults = [replace(f, end_s=now) if f.active(now) else f for f in self.faults if f.start_s <= now]
+        self._cached = None
 
     def start(self, task_id: str, demand: TaskDemand, now: float) -> bool:
         """Start a task at ``now``. Returns False, recording an OOM-killed outcome, when memory would pass
@@ -247,12 +251,14 @@ class NodeModel:
             self._finished.append(TaskOutcome(task_id, now, now, task.usage))
         else:
             self._running[task_id] = task
+            self._cached = None
         return True
 
     def stop(self, task_id: str, now: float) -> TaskUsage | None:
         """Kill a running task at ``now``; returns what it had consumed, or None if it was not running."""
         self.advance(now)
         task = self._running.pop(task_id, None)
+        self._cached = None
         return task.usage if task else None
 
     # --- state --------------------------------------------------------------------------------------------
@@ -289,28 +295,34 @@ class NodeModel:
     # --- the fluid model ----------------------------------------------------------------------------------
 
     def _rates(self) -> _Rates:
-        """Per-task progress rate of each task's current phase, and the node-wide sharing that sets it."""
+        """Per-task progress rate of each task's current phase, and the node-wide sharing that sets it.
+        Cached until a task starts, stops or changes phase, or a fault begins or ends."""
+        if self._cached is None:
+            self._cached = self._compute_rates()
+        return self._cached
+
+    def _compute_rates(self) -> _Rates:
         cap = self.capability
         cores = self.effective_cores()
-        in_phase: dict[Phase, list[_Running]] = {p: [] for p in Phase}
+        in_phase = [0, 0, 0, 0]  # tasks per phase, indexed like _PHASE_ORDER
         for task in self._running.values():
-            in_phase[task.phase].append(task)
-        consumers = len(in_phase[Phase.CPU]) + self.cpu_hog_threads()
-        streams = len(in_phase[Phase.DISK]) + self.disk_hog_streams()
-        flows = len(in_phase[Phase.NETWORK])
+            in_phase[task.phase_index] += 1
+        consumers = in_phase[_CPU] + self.cpu_hog_threads()
+        streams = in_phase[_DISK] + self.disk_hog_streams()
+        flows = in_phase[_NETWORK]
         ratio = self.memory_used_mb() / cap.memory_mb
         swap = 1.0 + cap.swap_penalty * (ratio - 1.0) if ratio > 1.0 else 1.0
 
         cpu_share = min(1.0, cores / consumers) if consumers else 1.0
         cpu_cost = 1.0 + cap.cpu_contention * max(0.0, consumers - cores) / cores
         disk_share = 1.0 / (streams * (1.0 + cap.disk_contention * (streams - 1))) if streams else 1.0
-        rate_of = {
-            Phase.OVERHEAD: 1.0,
-            Phase.NETWORK: cap.network_mbps / max(flows, 1),
-            Phase.CPU: cap.cpu_rate * cpu_share / cpu_cost,
-            Phase.DISK: cap.disk_rate * disk_share,
-        }
-        rates = {t.task_id: rate_of[t.phase] / swap for t in self._running.values()}
+        rate_of = (
+            1.0 / swap,
+            cap.network_mbps / max(flows, 1) / swap,
+            cap.cpu_rate * cpu_share / cpu_cost / swap,
+            cap.disk_rate * disk_share / swap,
+        )
+        rates = {t.task_id: rate_of[t.phase_index] for t in self._running.values()}
         return _Rates(rates, min(float(cores), consumers), cpu_share, streams)
 
     def next_event_s(self) -> float:
@@ -330,10 +342,13 @@ class NodeModel:
         if now < self.now - 1e-6:
             raise ValueError(f"{self.name}: time runs forward only ({now} < {self.now})")
         while now > self.now + _EPS:
-            step_end = min(now, self.next_event_s())
+            event = self.next_event_s()
+            step_end = min(now, event)
             self._integrate(step_end - self.now)
             self.now = step_end
-            self._complete_phases()
+            if step_end >= event:  # a phase ends or a fault starts or stops here: the sharing changes
+                self._complete_phases()
+                self._cached = None
 
     def _integrate(self, dt: float) -> None:
         rates = self._rates()
