@@ -137,12 +137,32 @@ def rejected_status(rejection: Rejection) -> dict[str, Any]:
     }
 
 
-def _container_ids(pod: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(c["name"], c.get("image", "")) for c in (pod.get("spec") or {}).get("containers") or []]
+def _container_statuses(pod: dict[str, Any], *, running: bool, state: dict[str, Any]) -> list[dict[str, Any]]:
+    """One status per container of the pod, all in ``state`` (the emulator runs a pod's task as one unit)."""
+    uid = pod["metadata"]["uid"]
+    statuses = []
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        name, image = container["name"], container.get("image", "")
+        container_id = f"emulated://{uid}/{name}"
+        kind, detail = next(iter(state.items()))
+        if kind == "terminated":
+            detail = {**detail, "containerID": container_id}
+        statuses.append(
+            {
+                "name": name,
+                "image": image,
+                "imageID": f"emulated://{image}",
+                "containerID": container_id,
+                "ready": running,
+                "started": running,
+                "restartCount": 0,
+                "state": {kind: detail},
+            }
+        )
+    return statuses
 
 
 def running_status(pod: dict[str, Any], *, started_at: str, host_ip: str, pod_ip: str) -> dict[str, Any]:
-    uid = pod["metadata"]["uid"]
     return {
         "phase": "Running",
         "hostIP": host_ip,
@@ -157,19 +177,9 @@ def running_status(pod: dict[str, Any], *, started_at: str, host_ip: str, pod_ip
             _condition("ContainersReady", True, started_at),
             _condition("PodScheduled", True, started_at),
         ],
-        "containerStatuses": [
-            {
-                "name": name,
-                "image": image,
-                "imageID": f"emulated://{image}",
-                "containerID": f"emulated://{uid}/{name}",
-                "ready": True,
-                "started": True,
-                "restartCount": 0,
-                "state": {"running": {"startedAt": started_at}},
-            }
-            for name, image in _container_ids(pod)
-        ],
+        "containerStatuses": _container_statuses(
+            pod, running=True, state={"running": {"startedAt": started_at}}
+        ),
     }
 
 
@@ -205,19 +215,7 @@ def terminated_status(
             _condition("ContainersReady", False, finished_at, "PodCompleted" if succeeded else "PodFailed"),
             _condition("PodScheduled", True, started_at),
         ],
-        "containerStatuses": [
-            {
-                "name": name,
-                "image": image,
-                "imageID": f"emulated://{image}",
-                "containerID": f"emulated://{uid}/{name}",
-                "ready": False,
-                "started": False,
-                "restartCount": 0,
-                "state": {"terminated": {**terminated, "containerID": f"emulated://{uid}/{name}"}},
-            }
-            for name, image in _container_ids(pod)
-        ],
+        "containerStatuses": _container_statuses(pod, running=False, state={"terminated": terminated}),
     }
 
 
