@@ -215,3 +215,14 @@ def test_time_only_moves_forward() -> None:
         model.advance(1.0)
     with pytest.raises(ValueError, match="positive"):
         NodeCapability(cores=1, memory_mb=1, cpu_rate=0.0)
+
+
+def test_a_task_with_almost_no_work_finishes_instead_of_stalling_the_clock() -> None:
+    """A trace job scaled down to a few bytes leaves float residue smaller than the clock can move."""
+    model = NodeModel("n", CAP)
+    model.advance(33_689.0)
+    model.start("tiny", TaskDemand(read_mb=1e-12), 33_689.0)
+    model.advance(33_689.0 + CAP.overhead_s)  # its disk phase lasts 2e-14 s: less than the clock's resolution
+    (done,) = model.pop_finished()
+    assert done.task_id == "tiny" and not model.running_ids
+    assert model.next_event_s() == math.inf

@@ -341,14 +341,30 @@ class NodeModel:
         """Integrate the model up to ``now``, recording phase changes and finished tasks on the way."""
         if now < self.now - 1e-6:
             raise ValueError(f"{self.name}: time runs forward only ({now} < {self.now})")
-        while now > self.now + _EPS:
+        if math.isinf(now):
+            raise ValueError(f"{self.name}: cannot advance to infinity")
+        while True:
             event = self.next_event_s()
+            if event <= self.now + _EPS:
+                # Due now: float residue too small to move the clock (a task with a few bytes of work).
+                self._finish_due()
+                continue
+            if now <= self.now + _EPS:
+                return
             step_end = min(now, event)
             self._integrate(step_end - self.now)
             self.now = step_end
             if step_end >= event:  # a phase ends or a fault starts or stops here: the sharing changes
                 self._complete_phases()
                 self._cached = None
+
+    def _finish_due(self) -> None:
+        rates = self._rates().per_task
+        for task in self._running.values():
+            if self.now + task.remaining / rates[task.task_id] <= self.now + _EPS:  # next_event_s's test
+                task.remaining = 0.0
+        self._complete_phases()
+        self._cached = None
 
     def _integrate(self, dt: float) -> None:
         rates = self._rates()
