@@ -31,7 +31,9 @@ def main(root: Path) -> None:
         link = f"[{data['scenario']}]({results.parent.name}/report.md)"
         print(f"| {link} | {data['lower_bound']['makespan_s']:.0f} | " + " | ".join(cells) + " |")
     print()
-    print("Speed: `speed.txt` (bench/simulator_speed.py); local cluster start-up: `local-cluster-startup.txt`.\n")
+    print(
+        "Speed: `speed.txt` (bench/simulator_speed.py); local cluster start-up: `local-cluster-startup.txt`.\n"
+    )
     for results in sorted(root.glob("*/results.json")):
         data = json.loads(results.read_text())
         print(f"- **{data['scenario']}** ({data['source']}): {data['headline']}")
