@@ -19,9 +19,10 @@ from pathlib import Path
 
 from mrsched.core.catalog import CatalogError, load_cluster_layout
 from mrsched.core.policy import PolicyConfigError
-from mrsched.emulator.client import EmulatorError
+from mrsched.emulator.client import EmulatorClient, EmulatorError
 from mrsched.localcluster.cluster import LocalCluster, default_state_dir
 from mrsched.localcluster.toolchain import ToolchainError
+from mrsched.policies import policy_names
 from mrsched.simulator.scenario import ScenarioError
 from mrsched.simulator.traces import TraceError
 
@@ -73,8 +74,6 @@ def _emulator_of(args: argparse.Namespace, node: str) -> str:
 
 
 def _cluster_fault(args: argparse.Namespace) -> int:
-    from mrsched.emulator.client import EmulatorClient
-
     EmulatorClient(_emulator_of(args, args.node)).add_fault(
         args.node, args.kind, intensity=args.intensity, duration_s=args.duration
     )
@@ -83,8 +82,6 @@ def _cluster_fault(args: argparse.Namespace) -> int:
 
 
 def _cluster_clear_faults(args: argparse.Namespace) -> int:
-    from mrsched.emulator.client import EmulatorClient
-
     EmulatorClient(_emulator_of(args, args.node)).clear_faults(args.node)
     print(f"faults cleared on {args.node}")
     return 0
@@ -185,7 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     simulate = commands.add_parser("simulate", help="run a scenario under several policies, side by side")
     simulate.add_argument("scenario", type=Path, help="a scenario file (bench/scenarios/*.yaml)")
-    simulate.add_argument("--policies", help="comma-separated policy names (default: the scenario's)")
+    simulate.add_argument(
+        "--policies",
+        help=f"comma-separated policy names (default: the scenario's); known: {', '.join(policy_names())}",
+    )
     simulate.add_argument("--seed", help="comma-separated seeds (default: the scenario's)")
     simulate.add_argument("--out", type=Path, help="output directory (default: results/<scenario>)")
     simulate.set_defaults(func=_simulate)

@@ -44,9 +44,6 @@ class KubeClient:
     def create_node(self, body: dict[str, Any]) -> dict[str, Any]:
         return _json(self.core.create_node(body, _preload_content=False))
 
-    def get_node(self, name: str) -> dict[str, Any]:
-        return _json(self.core.read_node(name, _preload_content=False))
-
     def patch_node(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
         return _json(self.core.patch_node(name, body, _content_type=STRATEGIC_PATCH, _preload_content=False))
 

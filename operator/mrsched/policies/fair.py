@@ -1,8 +1,9 @@
 """The Hadoop Fair Scheduler (Hadoop 1 ``FairScheduler``), with delay scheduling.
 
 * Pools, one per user (or per queue): a pool has a weight and a minimum share (slots).
-* Fair shares are Hadoop's ``computeFairShares``: find the ratio R such that Σ_p clamp(R·weight_p, minShare_p,
-  demand_p) equals min(total slots, total demand), by doubling then binary search.
+* Fair shares (what Hadoop displays and preempts by) are its ``computeFairShares``: find the ratio R such
+  that Σ_p clamp(R·weight_p, minShare_p, demand_p) equals min(total slots, total demand), by doubling then
+  binary search.
 * On a heartbeat, pools are ordered by Hadoop's ``FairShareComparator``: pools below their minimum share
   ("needy") first, by running/minShare; then the rest by running/weight; ties by the earliest job. Within a
   pool, jobs are ordered the same way (``fair``) or by submission (``fifo``).
@@ -173,20 +174,6 @@ class Fair(SlotPolicy):
         tasks = job.tasks(kind)
         done = job.finished_maps if kind == "map" else job.finished_reduces
         return max(0, len(tasks) - done - job.running(kind))
-
-    def fair_shares(self, snapshot: ClusterSnapshot, kind: TaskType) -> dict[str, float]:
-        pools = self.pools(snapshot, kind)
-        total = sum(n.slots(kind) for n in snapshot.nodes.values())
-        shares = compute_fair_shares(
-            [p.weight for p in pools],
-            [p.min_share for p in pools],
-            [float(p.demand) for p in pools],
-            float(total),
-        )
-        return {p.name: s for p, s in zip(pools, shares, strict=True)}
-
-    def _ordered_jobs(self, snapshot: ClusterSnapshot, kind: TaskType) -> list[Job]:
-        return list(self._order(snapshot, kind).jobs())
 
     def _order(self, snapshot: ClusterSnapshot, kind: TaskType) -> _Order:
         """The round's pool and job order, built once per round and kept current as this policy places tasks

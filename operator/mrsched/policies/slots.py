@@ -4,7 +4,7 @@ locality, at most one reduce per heartbeat, and the explanation a placement carr
 from __future__ import annotations
 
 from mrsched.core.locality import Level, MapIndex
-from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement, Task
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement, Task, TaskOutcome
 from mrsched.core.policy import Policy
 
 
@@ -24,10 +24,10 @@ class SlotPolicy(Policy):
     def on_job_finished(self, job: Job, now: float) -> None:
         self._indexes.pop(job.id, None)
 
-    def forget_failed(self, job_id: str) -> None:
-        """A task of this job is pending again: let the job's index find it."""
-        if job_id in self._indexes:
-            self._indexes[job_id].reset()
+    def on_task_finished(self, outcome: TaskOutcome) -> None:
+        """A failed attempt makes its task pending again: let the job's index find it."""
+        if not outcome.succeeded and outcome.task.job_id in self._indexes:
+            self._indexes[outcome.task.job_id].reset()
 
     def pick_map(
         self, job: Job, snapshot: ClusterSnapshot, node: str, max_level: Level = "off"

@@ -111,7 +111,7 @@ class Simulation:
         self.jobs = sorted(jobs, key=lambda j: j.submit_s)
         self._app_of = {j.id: j.app for j in self.jobs}
         self._unfinished = len(self.jobs)
-        self._clean_caps = {n: replace(c, noise_sigma=0.0) for n, c in self.capabilities.items()}
+        self.noise_free_capabilities = {n: replace(c, noise_sigma=0.0) for n, c in self.capabilities.items()}
         self.active: list[Job] = []
         self.snapshot = ClusterSnapshot(0.0, self.nodes, {n: [] for n in self.nodes}, self.active)
         self._queue: list[tuple[float, int, int, Any]] = []
@@ -246,7 +246,7 @@ class Simulation:
         if not self.active:
             return
         for placement in self.policy.schedule_round(self.snapshot, [node]):
-            if placement.task.job_id in self._active_ids():
+            if self.records[placement.task.job_id].finish_s is None:
                 self._start(placement, now)
             else:  # its job failed while this round's earlier placements started: undo the commit
                 self.snapshot.running[placement.node] = [
@@ -254,9 +254,6 @@ class Simulation:
                 ]
                 placement.task.running = False
                 self.snapshot.touch()
-
-    def _active_ids(self) -> set[str]:
-        return {j.id for j in self.active}
 
     def _start(self, placement: Placement, now: float) -> None:
         task, node = placement.task, placement.node
@@ -331,12 +328,9 @@ class Simulation:
                 task.failed = True
                 self._end_job(job, now, failed=True)
                 return
-            reset = getattr(self.policy, "forget_failed", None)
-            if reset is not None:
-                reset(job.id)
             return
         task.done = True
-        self.work_done += isolated_duration(self._clean_caps[node], run.demand)
+        self.work_done += isolated_duration(self.noise_free_capabilities[node], run.demand)
         if task.kind == "map":
             job.finished_maps += 1
             self._map_nodes[job.id][node] += 1

@@ -25,7 +25,7 @@ def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
     * critical path: each job's submission plus its fastest map and, after it, its fastest reduce, on the
       best node for each.
     """
-    caps = sim._clean_caps
+    caps = sim.noise_free_capabilities
     cpu_capacity = sum(c.cpu_rate * c.cores for c in caps.values())
     disk_capacity = sum(c.disk_rate for c in caps.values())
     cpu_work = disk_work = 0.0
@@ -116,7 +116,7 @@ def run_scenario(
 
             sim = Simulation(scenario.cluster, jobs, factory, seed=seed)
             if name == policies[0]:
-                bounds.append(lower_bound(sim, build_jobs(scenario, nodes, seed)))
+                bounds.append(lower_bound(sim, jobs))  # before the run: it needs the jobs untouched
             result = sim.run()
             raw.setdefault(name, []).append(result)
             if progress:
