@@ -1,0 +1,5 @@
+import sys
+
+from mrworker.cli import main
+
+sys.exit(main())
