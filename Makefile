@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all deps venv binaries lint unit test bench bench-speed cluster-up cluster-down lock clean
+.PHONY: all deps venv binaries lint unit test bench bench-speed bench-workers cluster-up cluster-down lock clean
 
 all: test
 
@@ -25,13 +25,13 @@ binaries:  ## kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, 
 	hack/build-binaries.sh
 
 lint: venv  ## ruff, mypy and the import-layer contracts
-	$(BIN)/ruff check operator tests bench
-	$(BIN)/ruff format --check operator tests bench
+	$(BIN)/ruff check operator workers tests bench
+	$(BIN)/ruff format --check operator workers tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
 unit: venv  ## tests that need no cluster
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest tests/unit tests/workers
 
 test: deps venv binaries lint  ## everything: lint, unit tests, and tests on the local control plane
 	$(BIN)/pytest
@@ -47,6 +47,9 @@ bench: venv  ## every scenario under every baseline, into bench/results/<scenari
 
 bench-speed: venv  ## simulator events/s and Fair's scheduling-round latency
 	$(PY) bench/simulator_speed.py
+
+bench-workers: venv  ## worker map throughput (MB/s) and peak memory on 8x the sort buffer
+	$(PY) bench/worker_throughput.py --out bench/results/worker-throughput.txt
 
 cluster-up: deps venv binaries  ## a local cluster for kubectl: prints KUBECONFIG and the Prometheus URL
 	$(BIN)/mrsched cluster up
