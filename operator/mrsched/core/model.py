@@ -55,10 +55,11 @@ class Task:
     running: bool = False
     done: bool = False
     failed: bool = False
+    backing_off: bool = False  # its last attempt failed and its retry delay has not passed (operator only)
 
     @property
     def pending(self) -> bool:
-        return not (self.running or self.done or self.failed)
+        return not (self.running or self.done or self.failed or self.backing_off)
 
     @property
     def key(self) -> str:

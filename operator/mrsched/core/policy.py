@@ -76,6 +76,10 @@ class Policy(ABC):
     def on_task_finished(self, outcome: TaskOutcome) -> None:  # noqa: B027 (optional hook)
         pass
 
+    def on_task_requeued(self, task: Task) -> None:  # noqa: B027 (optional hook)
+        """A task that was running is pending again without a finished attempt (its node was lost, the node
+        rejected its pod, or its retry delay passed): policies that index pending tasks must see it again."""
+
     def state(self) -> dict[str, Any]:
         """Learned state, JSON-serialisable, for the operator to persist."""
         return {}

@@ -29,6 +29,10 @@ class SlotPolicy(Policy):
         if not outcome.succeeded and outcome.task.job_id in self._indexes:
             self._indexes[outcome.task.job_id].reset()
 
+    def on_task_requeued(self, task: Task) -> None:
+        if task.kind == "map" and task.job_id in self._indexes:
+            self._indexes[task.job_id].reset()
+
     def pick_map(
         self, job: Job, snapshot: ClusterSnapshot, node: str, max_level: Level = "off"
     ) -> tuple[Task, Level] | None:
