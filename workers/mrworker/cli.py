@@ -123,6 +123,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", type=int, default=_env_int("ROWS", 0), help="teragen: records per map")
     p.add_argument("--seed", type=int, default=_env_int("SEED", 0), help="generators: job seed")
     p.add_argument(
+        "--wait-for-maps",
+        type=float,
+        default=float(_env("WAIT_FOR_MAPS", "0") or 0),
+        help="reduce: seconds to wait for map outputs still being written (slow-start)",
+    )
+    p.add_argument(
         "--termination-log",
         type=Path,
         default=Path(_env("TERMINATION_LOG", DEFAULT_TERMINATION_LOG) or DEFAULT_TERMINATION_LOG),
@@ -170,6 +176,7 @@ def build_task(args: argparse.Namespace, counters: Counters) -> Task:
         bytes_per_map=args.bytes_per_map,
         rows=args.rows,
         seed=args.seed,
+        wait_for_maps_s=args.wait_for_maps,
         counters=counters,
     )
 

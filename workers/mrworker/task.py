@@ -4,6 +4,7 @@ committing map output, fetching a reduce's segments, committing a part file."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,7 @@ class Task:
     bytes_per_map: int = 0
     rows: int = 0
     seed: int = 0
+    wait_for_maps_s: float = 0.0
     counters: Counters = field(default_factory=Counters)
 
     @property
@@ -80,6 +82,7 @@ class Task:
 
     def shuffle_segments(self, key: Callable[[bytes], bytes] | None = None) -> list[Segment]:
         """This reduce's segment of every map's output, merged down to at most the merge factor."""
+        self.wait_for_maps()
         segments = []
         for m in range(self.maps):
             done = self.paths.map_output_dir(m)
@@ -99,6 +102,17 @@ class Task:
             memory_bytes=self.sort_buffer_bytes,
             key=key,
         )
+
+    def wait_for_maps(self) -> None:
+        """A reduce started before the last maps finished (slow-start) waits for their output, as Hadoop's
+        shuffle does; a missing output after ``wait_for_maps_s`` is an error."""
+        deadline = time.monotonic() + self.wait_for_maps_s
+        missing = list(range(self.maps))
+        while True:
+            missing = [m for m in missing if not (self.paths.map_output_dir(m) / "index.json").exists()]
+            if not missing or time.monotonic() >= deadline:
+                return
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
 
     # -- output --------------------------------------------------------------------------------------------
 
