@@ -5,6 +5,7 @@ mrsched cluster status [--name N]
 mrsched cluster down [--name N]
 mrsched cluster fault NODE KIND [--intensity X] [--duration S] [--name N]
 mrsched cluster clear-faults NODE [--name N]
+mrsched run [--policy P] [--kubeconfig F] ...   (the operator)
 mrsched emulator run ...            (the node-emulator process; the cluster commands start it)
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -84,6 +86,33 @@ def _cluster_fault(args: argparse.Namespace) -> int:
 def _cluster_clear_faults(args: argparse.Namespace) -> int:
     EmulatorClient(_emulator_of(args, args.node)).clear_faults(args.node)
     print(f"faults cleared on {args.node}")
+    return 0
+
+
+def _run_operator(args: argparse.Namespace) -> int:
+    from mrsched.operator.config import OperatorConfig
+    from mrsched.operator.main import run_operator
+
+    config = OperatorConfig.from_env(
+        policy=args.policy,
+        heartbeat_s=args.heartbeat_s,
+        namespaces=tuple(args.namespaces) if args.namespaces else None,
+        node_selector=args.node_selector,
+        worker_image=args.worker_image,
+        worker_command=tuple(args.worker_command.split()) if args.worker_command else None,
+        data_claim=args.data_claim,
+        data_host_path=args.data_host_path,
+        prometheus_url=args.prometheus_url,
+        metrics_port=args.metrics_port,
+    )
+    run_operator(
+        config,
+        kubeconfig=args.kubeconfig,
+        bind_address=args.bind_address,
+        liveness_port=args.liveness_port,
+        lease_namespace=args.lease_namespace,
+        verbose=args.verbose,
+    )
     return 0
 
 
@@ -179,6 +208,34 @@ def build_parser() -> argparse.ArgumentParser:
     clear = with_name(cluster_commands.add_parser("clear-faults", help="end every fault on a node"))
     clear.add_argument("node")
     clear.set_defaults(func=_cluster_clear_faults)
+
+    run_op = commands.add_parser("run", help="the operator: watch MapReduceJobs and place their task pods")
+    run_op.add_argument("--kubeconfig", type=Path, help="default: in-cluster, else $KUBECONFIG")
+    run_op.add_argument("--policy", help="default policy (MRSCHED_POLICY; default fair)")
+    run_op.add_argument("--heartbeat", type=float, dest="heartbeat_s", help="seconds between rounds")
+    run_op.add_argument(
+        "--namespace", action="append", dest="namespaces", help="watch only these (repeatable)"
+    )
+    run_op.add_argument(
+        "--node-selector", help="label selector of task nodes (default mrsched.dev/worker=true)"
+    )
+    run_op.add_argument("--worker-image", help="task image")
+    run_op.add_argument(
+        "--worker-command", help="task command, space-separated (default: python -m mrworker)"
+    )
+    run_op.add_argument("--data-claim", help="ReadWriteMany PVC every task mounts at /data")
+    run_op.add_argument("--data-host-path", help="host directory mounted at /data when there is no claim")
+    run_op.add_argument("--prometheus-url", help="Prometheus for node metrics")
+    run_op.add_argument("--metrics-port", type=int, help="/metrics port (default 9090)")
+    run_op.add_argument("--liveness-port", type=int, default=8080, help="/healthz port (default 8080)")
+    run_op.add_argument("--bind-address", default=os.environ.get("MRSCHED_BIND_ADDRESS", "127.0.0.1"))
+    run_op.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("MRSCHED_LEASE_NAMESPACE", "default"),
+        help="namespace of the leader Lease (the operator's own)",
+    )
+    run_op.add_argument("--verbose", action="store_true")
+    run_op.set_defaults(func=_run_operator)
 
     simulate = commands.add_parser("simulate", help="run a scenario under several policies, side by side")
     simulate.add_argument("scenario", type=Path, help="a scenario file (bench/scenarios/*.yaml)")

@@ -1,0 +1,75 @@
+"""The operator's settings, from command-line flags or ``MRSCHED_*`` environment variables (the Helm chart
+sets the latter)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mrsched.policies import policy_names
+
+
+class OperatorConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Scheduling policy for jobs that do not name one (``kube-default`` leaves placement to kube-scheduler).
+    policy: str = "fair"
+    policy_options: dict[str, Any] = Field(default_factory=dict)
+    #: Hadoop's heartbeat: how often the loop offers every node to the policy.
+    heartbeat_s: float = Field(1.0, gt=0, le=60)
+    #: Nodes that run tasks: a label selector.
+    node_selector: str = "mrsched.dev/worker=true"
+    #: Namespaces whose jobs this operator runs; empty means every namespace.
+    namespaces: tuple[str, ...] = ()
+    #: The schedulerName on pods this operator places itself.
+    scheduler_name: str = "mrsched"
+    worker_image: str = "ghcr.io/mrsched/worker:0.1.0"
+    #: The container command; the image's entrypoint runs the same program.
+    worker_command: tuple[str, ...] = ("python", "-m", "mrworker")
+    image_pull_policy: str = "IfNotPresent"
+    #: The shared data volume every task mounts at ``data_mount``: a ReadWriteMany claim, else a host path.
+    data_claim: str = ""
+    data_host_path: str = "/var/lib/mrsched/data"
+    data_mount: str = "/data"
+    #: Retry backoff of a failed task attempt: base * 2^(failures-1), capped.
+    backoff_base_s: float = Field(2.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
+    #: A task pod still not running after this long is given up and retried elsewhere.
+    pending_timeout_s: float = Field(300.0, gt=0)
+    #: Prometheus for node metrics (empty: no live metrics; policies see them as missing).
+    prometheus_url: str = ""
+    #: Map and reduce slots per node when the node has no ``mrsched.dev/map-slots`` label (Hadoop's default 2).
+    map_slots: int = Field(2, ge=0)
+    reduce_slots: int = Field(2, ge=0)
+    #: Parallel pod creations (API round trips overlap; the API server orders them anyway).
+    create_workers: int = Field(8, ge=1, le=64)
+    metrics_port: int = 9090
+
+    @field_validator("policy")
+    @classmethod
+    def _known_policy(cls, name: str) -> str:
+        if name not in policy_names():
+            raise ValueError(f"unknown policy {name!r}; known: {', '.join(policy_names())}")
+        return name
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> OperatorConfig:
+        """Fields from ``MRSCHED_<FIELD>`` variables (lists comma-separated), then explicit overrides."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name, field in cls.model_fields.items():
+            raw = env.get(f"MRSCHED_{name.upper()}")
+            if raw is None:
+                continue
+            if field.annotation is not None and "tuple" in str(field.annotation):
+                values[name] = tuple(v for v in raw.split(",") if v)
+            elif name == "policy_options":
+                import json
+
+                values[name] = json.loads(raw)
+            else:
+                values[name] = raw
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(values)

@@ -1,0 +1,157 @@
+"""A MapReduceJob's spec, read into typed values (the CRD schema has already validated and defaulted it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mrsched.core.model import Hints, Resources
+
+API_GROUP = "mrsched.dev"
+API_VERSION = "v1alpha1"
+PLURAL = "mapreducejobs"
+KIND = "MapReduceJob"
+
+#: Applications whose maps write the job's output themselves (no reduces).
+MAP_ONLY_APPS = frozenset({"randomwriter", "randomtextwriter", "teragen"})
+
+
+@dataclass(frozen=True)
+class Split:
+    path: str
+    start: int
+    length: int
+    hosts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    namespace: str
+    uid: str
+    app: str
+    maps: int
+    reduces: int
+    output: str
+    input_paths: tuple[str, ...] = ()
+    splits: tuple[Split, ...] = ()
+    parameters: dict[str, str] = field(default_factory=dict)
+    image: str = ""
+    command: tuple[str, ...] = ()
+    user: str = "default"
+    queue: str = "default"
+    priority: int = 0
+    policy: str = ""
+    map_hints: Hints = field(default_factory=Hints)
+    reduce_hints: Hints = field(default_factory=Hints)
+    map_resources: Resources = field(default_factory=Resources)
+    reduce_resources: Resources = field(default_factory=Resources)
+    backoff_limit: int = 3
+    reduce_slowstart: float = 0.05
+    ttl_after_finished_s: int | None = None
+    sort_buffer_mb: int = 100
+    input_bytes: int = 0
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def job_dir(self) -> str:
+        """Intermediate data on the shared volume, unique per job object (a recreated job starts clean)."""
+        return f".mrsched/jobs/{self.namespace}/{self.name}-{self.uid[:8]}"
+
+    @classmethod
+    def from_resource(cls, body: dict[str, Any]) -> JobSpec:
+        meta, spec = body["metadata"], body.get("spec") or {}
+        workload = spec.get("workload") or {}
+        data_in = spec.get("input") or {}
+        resources = spec.get("resources") or {}
+        hints = spec.get("hints") or {}
+        splits = tuple(
+            Split(s["path"], int(s.get("start", 0)), int(s.get("length", 0)), tuple(s.get("hosts") or ()))
+            for s in data_in.get("splits") or []
+        )
+        app = workload.get("app", "wordcount")
+        return cls(
+            name=meta["name"],
+            namespace=meta.get("namespace", "default"),
+            uid=meta.get("uid", ""),
+            app=app,
+            maps=int(spec.get("maps", len(splits) or 1)),
+            reduces=0 if app in MAP_ONLY_APPS else int(spec.get("reduces", 1)),
+            output=(spec.get("output") or {}).get("path", f"output/{meta['name']}"),
+            input_paths=tuple(data_in.get("paths") or ()),
+            splits=splits,
+            parameters={k: str(v) for k, v in (workload.get("parameters") or {}).items()},
+            image=workload.get("image", ""),
+            command=tuple(workload.get("command") or ()),
+            user=spec.get("user", "default"),
+            queue=spec.get("queue", "default"),
+            priority=int(spec.get("priority", 0)),
+            policy=spec.get("policy", ""),
+            map_hints=_hints(hints.get("map")),
+            reduce_hints=_hints(hints.get("reduce")),
+            map_resources=_resources(resources.get("map")),
+            reduce_resources=_resources(resources.get("reduce")),
+            backoff_limit=int(spec.get("backoffLimit", 3)),
+            reduce_slowstart=float(spec.get("reduceSlowStart", 0.05)),
+            ttl_after_finished_s=spec.get("ttlSecondsAfterFinished"),
+            sort_buffer_mb=int(spec.get("sortBufferMB", 100)),
+            input_bytes=int(data_in.get("bytes", 0)),
+            node_selector=dict(spec.get("nodeSelector") or {}),
+            tolerations=tuple(spec.get("tolerations") or ()),
+        )
+
+    def split_of(self, index: int) -> Split | None:
+        return self.splits[index] if self.splits else None
+
+    def map_input_bytes(self, index: int) -> int:
+        split = self.split_of(index)
+        if split is not None:
+            return split.length
+        return self.input_bytes // max(1, self.maps)
+
+
+def _hints(raw: dict[str, Any] | None) -> Hints:
+    raw = raw or {}
+    return Hints(
+        cpu=int(raw.get("cpu", 5)),
+        memory=int(raw.get("memory", 5)),
+        disk=int(raw.get("disk", 5)),
+        network=int(raw.get("network", 5)),
+    )
+
+
+def _resources(raw: dict[str, Any] | None) -> Resources:
+    raw = raw or {}
+    return Resources(cpu=parse_cpu(raw.get("cpu", "1")), memory_mb=parse_memory_mb(raw.get("memory", "1Gi")))
+
+
+_MEMORY_UNITS = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+}
+
+
+def parse_cpu(value: str | int | float) -> float:
+    """A Kubernetes CPU quantity in cores: ``500m`` is 0.5."""
+    text = str(value)
+    return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+
+
+def parse_memory_mb(value: str | int | float) -> float:
+    """A Kubernetes memory quantity in MiB."""
+    text = str(value)
+    for unit, factor in sorted(_MEMORY_UNITS.items(), key=lambda u: -len(u[0])):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * factor / 2**20
+    return float(text) / 2**20

@@ -1,0 +1,247 @@
+"""The operator's Kubernetes API calls, on plain JSON dicts: the one module that talks to the API server.
+
+Responses are read whole (``_preload_content=False``) so that connections return to the pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from mrsched.operator.jobspec import API_GROUP, API_VERSION, KIND, PLURAL
+from mrsched.operator.pods import JOB_LABEL
+
+MERGE_PATCH = "application/merge-patch+json"
+#: Every list call bounds its server-side work; a hung API server cannot stall the loop for ever.
+REQUEST_TIMEOUT_S = 30
+
+
+def _json(resp: Any) -> dict[str, Any]:
+    data = resp.data
+    return json.loads(data) if data else {}
+
+
+def _items(resp: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = _json(resp)["items"]
+    return items
+
+
+def api_client(kubeconfig: Path | None = None, *, pool_size: int = 16) -> client.ApiClient:
+    """In-cluster credentials when running in a pod, else the kubeconfig (``$KUBECONFIG`` or the argument)."""
+    cfg = client.Configuration()
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config(client_configuration=cfg)
+    else:
+        config.load_kube_config(
+            config_file=str(kubeconfig) if kubeconfig else os.environ.get("KUBECONFIG"),
+            client_configuration=cfg,
+        )
+    cfg.connection_pool_maxsize = pool_size
+    return client.ApiClient(cfg)
+
+
+class ClusterApi:
+    def __init__(self, api: client.ApiClient, namespaces: tuple[str, ...] = ()) -> None:
+        self.api = api
+        self.namespaces = namespaces
+        self.core: Any = client.CoreV1Api(api)
+        self.custom: Any = client.CustomObjectsApi(api)
+        self.coordination: Any = client.CoordinationV1Api(api)
+        self._event_lock = threading.Lock()
+
+    # reads --------------------------------------------------------------------------------------------------
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        return _items(self.core.list_node(_request_timeout=REQUEST_TIMEOUT_S, _preload_content=False))
+
+    def list_task_pods(self) -> list[dict[str, Any]]:
+        kwargs = {
+            "label_selector": JOB_LABEL,
+            "_request_timeout": REQUEST_TIMEOUT_S,
+            "_preload_content": False,
+        }
+        if not self.namespaces:
+            return _items(self.core.list_pod_for_all_namespaces(**kwargs))
+        return [
+            p for ns in self.namespaces for p in _json(self.core.list_namespaced_pod(ns, **kwargs))["items"]
+        ]
+
+    def list_pods_on(self) -> list[dict[str, Any]]:
+        """Every bound, unfinished pod: what takes node capacity, ours or not."""
+        selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+        return _items(
+            self.core.list_pod_for_all_namespaces(
+                field_selector=selector, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
+            )
+        )
+
+    def list_jobs(self) -> list[dict[str, Any]]:
+        if not self.namespaces:
+            body = self.custom.list_cluster_custom_object(
+                API_GROUP, API_VERSION, PLURAL, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
+            )
+            return _items(body)
+        return [
+            item
+            for ns in self.namespaces
+            for item in _json(
+                self.custom.list_namespaced_custom_object(
+                    API_GROUP,
+                    API_VERSION,
+                    ns,
+                    PLURAL,
+                    _request_timeout=REQUEST_TIMEOUT_S,
+                    _preload_content=False,
+                )
+            )["items"]
+        ]
+
+    # writes -------------------------------------------------------------------------------------------------
+
+    def create_pod(self, pod: dict[str, Any]) -> bool:
+        """Create a task pod; False when it exists already (a retried create after a restart: done)."""
+        try:
+            _json(self.core.create_namespaced_pod(pod["metadata"]["namespace"], pod, _preload_content=False))
+        except ApiException as err:
+            if err.status == 409:
+                return False
+            raise
+        return True
+
+    def delete_pod(self, namespace: str, name: str, *, grace_s: int | None = None) -> None:
+        try:
+            _json(
+                self.core.delete_namespaced_pod(
+                    name, namespace, grace_period_seconds=grace_s, _preload_content=False
+                )
+            )
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+    def patch_job_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        try:
+            _json(
+                self.custom.patch_namespaced_custom_object_status(
+                    API_GROUP,
+                    API_VERSION,
+                    namespace,
+                    PLURAL,
+                    name,
+                    {"status": status},
+                    _preload_content=False,
+                    _content_type=MERGE_PATCH,
+                )
+            )
+        except ApiException as err:
+            if err.status != 404:  # deleted meanwhile
+                raise
+
+    def delete_job(self, namespace: str, name: str) -> None:
+        try:
+            _json(
+                self.custom.delete_namespaced_custom_object(
+                    API_GROUP,
+                    API_VERSION,
+                    namespace,
+                    PLURAL,
+                    name,
+                    body={"propagationPolicy": "Background"},
+                    _preload_content=False,
+                )
+            )
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+    def event(self, job: dict[str, Any], kind: str, reason: str, message: str) -> None:
+        """A core/v1 Event on the job, so that ``kubectl describe mrj`` shows it."""
+        meta = job["metadata"]
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        body = {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": f"{API_GROUP}/{API_VERSION}",
+                "kind": KIND,
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta["uid"],
+            },
+            "type": kind,
+            "reason": reason,
+            "message": message[:1024],
+            "source": {"component": "mrsched"},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        with contextlib.suppress(ApiException):  # events are best effort; never fail a round over one
+            _json(self.core.create_namespaced_event(meta["namespace"], body, _preload_content=False))
+
+    # leader election ------------------------------------------------------------------------------------------
+
+    def try_lead(self, namespace: str, name: str, identity: str, lease_s: int) -> bool:
+        """Take or renew the Lease ``namespace/name``; True while this identity holds it.
+
+        At most one operator instance runs scheduling rounds: the holder renews every round, a standby takes
+        over once the holder has not renewed for ``lease_s`` seconds.
+        """
+        moment = datetime.now(UTC)
+        now = moment.timestamp()
+        # MicroTime; a whole second would come back from the client's models without its fraction (rejected).
+        stamp = moment.replace(microsecond=max(1, moment.microsecond)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        try:
+            lease = _json(self.coordination.read_namespaced_lease(name, namespace, _preload_content=False))
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            body = {
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {
+                    "holderIdentity": identity,
+                    "leaseDurationSeconds": lease_s,
+                    "acquireTime": stamp,
+                    "renewTime": stamp,
+                    "leaseTransitions": 0,
+                },
+            }
+            try:
+                _json(self.coordination.create_namespaced_lease(namespace, body, _preload_content=False))
+            except ApiException as create_err:
+                if create_err.status == 409:
+                    return False
+                raise
+            return True
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity")
+        renewed = spec.get("renewTime")
+        expired = renewed is None or now - _parse_time(renewed) > int(
+            spec.get("leaseDurationSeconds", lease_s)
+        )
+        if holder != identity and not expired:
+            return False
+        spec = {**spec, "holderIdentity": identity, "renewTime": stamp, "leaseDurationSeconds": lease_s}
+        if holder != identity:
+            spec["acquireTime"] = stamp
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions", 0)) + 1
+        lease["spec"] = spec
+        try:  # replace with the read resourceVersion: a concurrent taker makes this fail with 409
+            _json(self.coordination.replace_namespaced_lease(name, namespace, lease, _preload_content=False))
+        except ApiException as err:
+            if err.status == 409:
+                return False
+            raise
+        return True
+
+
+def _parse_time(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()

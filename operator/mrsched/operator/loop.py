@@ -1,0 +1,385 @@
+"""The scheduling loop: Hadoop's heartbeat, once for the whole cluster.
+
+Each round reads nodes, task pods and jobs from the API server, rebuilds every job's state from its pods
+(``jobstate``), writes status and Events, retires what must go (pods of failed jobs, pods on lost nodes, jobs
+past their TTL), hands task outcomes to the policies' learning hooks, then asks each policy in use for
+placements on a fresh core snapshot and creates the placed pods already bound to their nodes. ``kube-default``
+jobs get unbound pods with the default schedulerName: the real kube-scheduler places them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, TaskOutcome
+from mrsched.core.policy import Policy
+from mrsched.operator import snapshot as snap
+from mrsched.operator import status as job_status
+from mrsched.operator.config import OperatorConfig
+from mrsched.operator.jobstate import JobState, TaskState, _ts
+from mrsched.operator.kubeapi import ClusterApi
+from mrsched.operator.metrics import OperatorMetrics
+from mrsched.operator.pods import JOB_UID_LABEL, PodAttempt, read_attempt, task_pod
+from mrsched.policies import make_policy
+
+log = logging.getLogger("mrsched.loop")
+KUBE_DEFAULT = "kube-default"
+
+
+@dataclass
+class RoundStats:
+    created: int = 0
+    deleted: int = 0
+    jobs: int = 0
+    seconds: float = 0.0
+    placed: dict[str, int] = field(default_factory=dict)
+
+
+class SchedulingLoop:
+    def __init__(
+        self,
+        api: ClusterApi,
+        config: OperatorConfig,
+        metrics: OperatorMetrics | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.api = api
+        self.config = config
+        self.metrics = metrics or OperatorMetrics()
+        self.clock = clock
+        self.policies: dict[str, Policy] = {}
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._version = 0
+        self._jobs: dict[str, Job] = {}  # by uid: the same objects every round (policies index their tasks)
+        self._known_jobs: set[str] = set()
+        self._finished_jobs: set[str] = set()
+        self._seen_outcomes: set[str] = set()
+        self._first_round = True
+        self._pool = ThreadPoolExecutor(config.create_workers, thread_name_prefix="create")
+        self.healthy_at = 0.0
+
+    # running ----------------------------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._pool.shutdown(wait=False)
+
+    def wait(self, timeout_s: float) -> None:
+        """Until the next heartbeat, or sooner when a watch event wakes the loop (at most 20 rounds/s)."""
+        time.sleep(0.05)
+        self._wake.wait(max(0.0, timeout_s - 0.05))
+        self._wake.clear()
+
+    def policy(self, name: str) -> Policy:
+        if name not in self.policies:
+            options = self.config.policy_options if name == self.config.policy else {}
+            self.policies[name] = make_policy(name, options)
+        return self.policies[name]
+
+    # one round --------------------------------------------------------------------------------------------
+
+    def round(self) -> RoundStats:
+        started = time.monotonic()
+        stats = RoundStats()
+        now = self.clock()
+        nodes = [snap.read_node(n, self.config) for n in self.api.list_nodes()]
+        workers = {
+            n.node.name: n for n in nodes if snap.selector_matches(self.config.node_selector, n.labels)
+        }
+        usable = {name: n for name, n in workers.items() if n.ready and n.schedulable}
+        attempts: dict[str, list[PodAttempt]] = defaultdict(list)
+        pods_by_name: dict[str, dict[str, Any]] = {}
+        for pod in self.api.list_task_pods():
+            attempt = read_attempt(pod)
+            uid = (pod["metadata"].get("labels") or {}).get(JOB_UID_LABEL, "")
+            if attempt is not None:
+                attempts[uid].append(attempt)
+                pods_by_name[f"{pod['metadata']['namespace']}/{attempt.name}"] = pod
+        bodies = self.api.list_jobs()
+        states = [(body, JobState.build(body, attempts.get(body["metadata"]["uid"], []))) for body in bodies]
+        stats.jobs = len(states)
+
+        active: list[tuple[dict[str, Any], JobState]] = []
+        phases: dict[str, int] = defaultdict(int)
+        for body, state in states:
+            phase = self._reconcile(body, state, workers, now, stats)
+            phases[phase] += 1
+            if phase in ("Pending", "Running"):
+                active.append((body, state))
+        for phase in ("Pending", "Running", "Succeeded", "Failed"):
+            self.metrics.jobs.labels(phase).set(phases.get(phase, 0))
+        self._learn(states, now)
+        self._place(active, usable, now, stats)
+        self._first_round = False
+        stats.seconds = time.monotonic() - started
+        self.metrics.loop_seconds.observe(stats.seconds)
+        self.metrics.last_round.set(self.clock())
+        self.healthy_at = time.monotonic()
+        return stats
+
+    # lifecycle --------------------------------------------------------------------------------------------
+
+    def _reconcile(
+        self,
+        body: dict[str, Any],
+        state: JobState,
+        workers: dict[str, snap.NodeInfo],
+        now: float,
+        stats: RoundStats,
+    ) -> str:
+        """Status, Events and clean-up for one job; returns its phase."""
+        spec = state.spec
+        if state.deleting:
+            return state.finished_phase or "Running"  # the garbage collector removes its pods
+        policy = spec.policy or self.config.policy
+        fatal = ""
+        if not state.finished_phase:
+            for task in state.tasks.values():
+                for attempt in task.live:
+                    lost = attempt.node is not None and (
+                        attempt.node not in workers or not workers[attempt.node].ready
+                    )
+                    stuck = (
+                        attempt.phase == "Pending"
+                        and attempt.started is None
+                        and (now - attempt.created > self.config.pending_timeout_s)
+                    )
+                    if attempt.fatal_waiting:
+                        fatal = f"pod {attempt.name} cannot start: {attempt.reason}: {attempt.message}"
+                    elif lost or stuck:
+                        why = f"node {attempt.node} is gone or NotReady" if lost else "pending too long"
+                        log.info("retrying %s/%s: %s", spec.namespace, attempt.name, why)
+                        self.api.event(
+                            body, "Warning", "TaskRescheduled", f"{attempt.name}: {why}; placing it again"
+                        )
+                        self.api.delete_pod(spec.namespace, attempt.name, grace_s=0)
+                        stats.deleted += 1
+                        task.attempts.remove(attempt)
+                        task.attempts.append(_lost(attempt))
+        verdict = job_status.decide(state, fatal)
+        backoff = (self.config.backoff_base_s, self.config.backoff_max_s)
+        new, transitions = job_status.compute(state, verdict, policy, now, backoff)
+        if _differs(state.status, new):
+            self.api.patch_job_status(spec.namespace, spec.name, new)
+        for t in transitions:
+            self.api.event(body, t.type, t.reason, t.message)
+        self._announce_failures(body, state)
+        if verdict.phase == "Failed":
+            for task in state.tasks.values():
+                for attempt in task.live:
+                    self.api.delete_pod(spec.namespace, attempt.name)
+                    stats.deleted += 1
+        if verdict.phase in ("Succeeded", "Failed") and spec.ttl_after_finished_s is not None:
+            done_at = _ts(new.get("completionTime")) or now
+            if now >= done_at + spec.ttl_after_finished_s:
+                log.info(
+                    "deleting %s: finished %.0f s ago (ttlSecondsAfterFinished)", spec.key, now - done_at
+                )
+                self.api.delete_job(spec.namespace, spec.name)
+        state.status = new
+        return verdict.phase
+
+    def _announce_failures(self, body: dict[str, Any], state: JobState) -> None:
+        for task in state.tasks.values():
+            for attempt in task.failures:
+                key = f"{state.spec.uid}/{attempt.name}"
+                if key in self._seen_outcomes or self._first_round:
+                    continue
+                why = attempt.report.error if attempt.report and attempt.report.error else attempt.message
+                self.api.event(
+                    body,
+                    "Warning",
+                    "TaskFailed",
+                    f"{attempt.name} on {attempt.node} failed (exit {attempt.exit_code}, {attempt.reason}): {why}; "
+                    f"{len(task.failures)} of {state.spec.backoff_limit + 1} attempts used",
+                )
+
+    # learning ---------------------------------------------------------------------------------------------
+
+    def _learn(self, states: list[tuple[dict[str, Any], JobState]], now: float) -> None:
+        """Feed finished attempts and finished jobs to the policies' hooks, once each."""
+        for _, state in states:
+            spec = state.spec
+            if spec.uid in self._finished_jobs:
+                continue
+            policy = self.policy(spec.policy or self.config.policy)
+            job = self._core_job(state, now)
+            if spec.uid not in self._known_jobs:
+                self._known_jobs.add(spec.uid)
+                if not state.finished_phase:
+                    policy.on_job_submitted(job, now)
+            for task in state.tasks.values():
+                for attempt in task.attempts:
+                    if attempt.phase not in ("Succeeded", "Failed") or attempt.rejected:
+                        continue
+                    key = f"{spec.uid}/{attempt.name}"
+                    if key in self._seen_outcomes:
+                        continue
+                    self._seen_outcomes.add(key)
+                    self.metrics.tasks_finished.labels(task.kind, attempt.phase.lower()).inc()
+                    if self._first_round:
+                        continue  # learned before a restart; the policy's persisted state has it
+                    policy.on_task_finished(_outcome(job, task, attempt, now))
+            if state.status.get("phase") in ("Succeeded", "Failed") and spec.uid not in self._finished_jobs:
+                self._finished_jobs.add(spec.uid)
+                policy.on_job_finished(job, now)
+                self._jobs.pop(spec.uid, None)
+
+    def _core_job(self, state: JobState, now: float) -> Job:
+        """The job's core object, kept across rounds; tasks that became schedulable again are announced."""
+        backoff = (self.config.backoff_base_s, self.config.backoff_max_s)
+        existing = self._jobs.get(state.spec.uid)
+        before = {t.key: t.pending for t in (*existing.maps, *existing.reduces)} if existing else {}
+        job = self._jobs[state.spec.uid] = snap.core_job(state, now, backoff, existing)
+        if existing is not None:
+            policy = self.policy(state.spec.policy or self.config.policy)
+            for task in (*job.maps, *job.reduces):
+                if task.pending and not before.get(task.key, True):
+                    policy.on_task_requeued(task)
+        return job
+
+    # placement --------------------------------------------------------------------------------------------
+
+    def _place(
+        self,
+        active: list[tuple[dict[str, Any], JobState]],
+        usable: dict[str, snap.NodeInfo],
+        now: float,
+        stats: RoundStats,
+    ) -> None:
+        if not active:
+            return
+        by_policy: dict[str, list[tuple[JobState, Job]]] = defaultdict(list)
+        for _, state in active:
+            by_policy[state.spec.policy or self.config.policy].append((state, self._core_job(state, now)))
+        specs = {state.spec.uid: state.spec for _, state in active}
+        used = snap.requested(self.api.list_pods_on()) if usable else {}
+        creations: list[dict[str, Any]] = []
+        nodes: dict[str, Node] = {name: info.node for name, info in usable.items()}
+        for name in sorted(by_policy, key=lambda n: n == KUBE_DEFAULT):
+            jobs = by_policy[name]
+            if name == KUBE_DEFAULT:
+                creations += self._unbound(jobs)
+                continue
+            self._version += 1_000_000  # strictly increasing across rounds: policies cache on (id, version)
+            snapshot = snap.build(nodes, jobs, now, self._version)
+            t0 = time.perf_counter()
+            placements = self.policy(name).schedule_round(snapshot, sorted(nodes))
+            self.metrics.placement_seconds.labels(name).observe(time.perf_counter() - t0)
+            for placement in placements:
+                spec = specs[placement.task.job_id]
+                if not self._fits(placement, spec, usable, used):
+                    continue
+                kind = placement.task.kind
+                state = next(s for s, _ in jobs if s.spec.uid == spec.uid)
+                index = placement.task.index
+                attempt = state.tasks[(kind, index)].next_attempt
+                creations.append(
+                    task_pod(
+                        spec,
+                        kind,
+                        index,
+                        attempt,
+                        self.config,
+                        node=placement.node,
+                        explanation=placement.explanation,
+                    )
+                )
+            stats.placed[name] = len(placements)
+        for created in self._pool.map(self._create, creations):
+            stats.created += created
+
+    def _fits(
+        self, placement: Placement, spec: Any, usable: dict[str, snap.NodeInfo], used: dict[str, Any]
+    ) -> bool:
+        """Allocatable, taints and the job's node selector, which the slot-based policies do not see."""
+        info = usable[placement.node]
+        request = spec.map_resources if placement.task.kind == "map" else spec.reduce_resources
+        if not snap.tolerates(info.taints, spec.tolerations) or any(
+            info.labels.get(k) != v for k, v in spec.node_selector.items()
+        ):
+            return False
+        have = used.get(placement.node)
+        cpu = (have.cpu if have else 0.0) + request.cpu
+        mem = (have.memory_mb if have else 0.0) + request.memory_mb
+        if cpu > info.node.cores + 1e-9 or mem > info.node.memory_mb + 1e-9:
+            return False
+        used[placement.node] = type(request)(cpu=cpu, memory_mb=mem)
+        return True
+
+    def _unbound(self, jobs: list[tuple[JobState, Job]]) -> list[dict[str, Any]]:
+        """kube-default: a pod per pending task, left to kube-scheduler (reduces after slow-start)."""
+        pods = []
+        for state, job in jobs:
+            explanation = Explanation(KUBE_DEFAULT, 0.0, "placed by kube-scheduler (default schedulerName)")
+            for task in (*job.maps, *(job.reduces if job.reduces_allowed() else ())):
+                if task.pending:
+                    attempt = state.tasks[(task.kind, task.index)].next_attempt
+                    pods.append(
+                        task_pod(
+                            state.spec,
+                            task.kind,
+                            task.index,
+                            attempt,
+                            self.config,
+                            node=None,
+                            explanation=explanation,
+                        )
+                    )
+        return pods
+
+    def _create(self, pod: dict[str, Any]) -> int:
+        try:
+            created = self.api.create_pod(pod)
+        except Exception as err:  # the next round places the task again
+            reason = type(err).__name__
+            status = getattr(err, "status", None)
+            self.metrics.bind_errors.labels(f"{reason}{status or ''}").inc()
+            log.warning("creating pod %s failed: %s", pod["metadata"]["name"], err)
+            return 0
+        if created:
+            self.metrics.tasks_started.labels(pod["metadata"]["labels"]["mrsched.dev/task-type"]).inc()
+        return int(created)
+
+
+def _lost(attempt: PodAttempt) -> PodAttempt:
+    """An attempt the operator gave up on (node lost, stuck): gone, and not counted as the task's failure."""
+    from dataclasses import replace
+
+    return replace(attempt, phase="Failed", reason="NodeLost", deleting=True)
+
+
+def _differs(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    return any(old.get(k) != v for k, v in new.items())
+
+
+def _outcome(job: Job, task: TaskState, attempt: PodAttempt, now: float) -> TaskOutcome:
+    core_task = next(t for t in job.tasks(task.kind) if t.index == task.index)
+    report = attempt.report
+    return TaskOutcome(
+        core_task,
+        attempt.node or "",
+        attempt.started or attempt.created,
+        attempt.finished or now,
+        attempt.phase == "Succeeded",
+        cpu_s=(report.cpu_user_s + report.cpu_system_s) if report else 0.0,
+        read_bytes=report.read_bytes if report else 0,
+        written_bytes=report.written_bytes if report else 0,
+        network_bytes=report.network_bytes if report else 0,
+    )
+
+
+__all__ = ["ClusterSnapshot", "RoundStats", "SchedulingLoop"]

@@ -1,0 +1,257 @@
+"""Task pods: the manifest of one attempt, and what a pod's status says about it (pure, no API calls)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from mrsched.core.model import Explanation
+from mrsched.core.report import TaskReport
+from mrsched.operator.config import OperatorConfig
+from mrsched.operator.jobspec import API_GROUP, API_VERSION, KIND, JobSpec
+
+TaskType = Literal["map", "reduce"]
+
+JOB_LABEL = "mrsched.dev/job"
+JOB_UID_LABEL = "mrsched.dev/job-uid"
+TYPE_LABEL = "mrsched.dev/task-type"
+INDEX_LABEL = "mrsched.dev/task-index"
+ATTEMPT_LABEL = "mrsched.dev/attempt"
+PLACEMENT_ANNOTATION = "mrsched.dev/placement"
+DATA_VOLUME = "data"
+#: Kubelet rejections that say nothing about the task: the pod is placed again, not counted as a failure.
+REJECTIONS = ("OutOfcpu", "OutOfmemory", "OutOfpods", "NodeAffinity", "NodeLost", "Evicted", "Preempting")
+#: Waiting reasons that will not fix themselves.
+FATAL_WAITING = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError")
+
+
+def pod_name(job: str, kind: TaskType, index: int, attempt: int) -> str:
+    """Deterministic, so that a retried create of the same attempt is a harmless 409."""
+    return f"{job}-{kind[0]}{index:05d}-a{attempt}"
+
+
+def task_pod(
+    spec: JobSpec,
+    kind: TaskType,
+    index: int,
+    attempt: int,
+    config: OperatorConfig,
+    *,
+    node: str | None,
+    explanation: Explanation | None,
+) -> dict[str, Any]:
+    """The pod of one task attempt; ``node`` None leaves placement to kube-scheduler (policy kube-default)."""
+    resources = spec.map_resources if kind == "map" else spec.reduce_resources
+    annotations = {}
+    if explanation is not None:
+        annotations[PLACEMENT_ANNOTATION] = json.dumps(
+            {
+                "policy": explanation.policy,
+                "node": node,
+                "score": round(explanation.score, 4),
+                "reason": explanation.reason,
+                "runnerUp": explanation.runner_up,
+            }
+        )
+    container: dict[str, Any] = {
+        "name": "task",
+        "image": spec.image or config.worker_image,
+        "imagePullPolicy": config.image_pull_policy,
+        "command": list(spec.command or config.worker_command),
+        "args": [kind],
+        "env": [{"name": k, "value": v} for k, v in task_env(spec, kind, index, attempt, config).items()],
+        "resources": {
+            "requests": {"cpu": f"{int(resources.cpu * 1000)}m", "memory": f"{int(resources.memory_mb)}Mi"},
+            "limits": {"memory": f"{int(resources.memory_mb)}Mi"},
+        },
+        "volumeMounts": [{"name": DATA_VOLUME, "mountPath": config.data_mount}],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65532,
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    volume: dict[str, Any] = (
+        {"name": DATA_VOLUME, "persistentVolumeClaim": {"claimName": config.data_claim}}
+        if config.data_claim
+        else {"name": DATA_VOLUME, "hostPath": {"path": config.data_host_path, "type": "DirectoryOrCreate"}}
+    )
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [container],
+        "volumes": [volume],
+        "terminationGracePeriodSeconds": 10,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+    }
+    if spec.tolerations:
+        pod_spec["tolerations"] = list(spec.tolerations)
+    if node is None:
+        selector = dict(spec.node_selector)
+        key, _, value = config.node_selector.partition("=")
+        if key:
+            selector[key] = value
+        pod_spec["nodeSelector"] = selector
+    else:
+        # Placed by us: one write binds it (see docs/operator.md for why nodeName rather than a Binding).
+        pod_spec["schedulerName"] = config.scheduler_name
+        pod_spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": pod_name(spec.name, kind, index, attempt),
+            "namespace": spec.namespace,
+            "labels": {
+                JOB_LABEL: spec.name,
+                JOB_UID_LABEL: spec.uid,
+                TYPE_LABEL: kind,
+                INDEX_LABEL: str(index),
+                ATTEMPT_LABEL: str(attempt),
+                "app.kubernetes.io/managed-by": "mrsched",
+            },
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": f"{API_GROUP}/{API_VERSION}",
+                    "kind": KIND,
+                    "name": spec.name,
+                    "uid": spec.uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": pod_spec,
+    }
+
+
+def task_env(
+    spec: JobSpec, kind: TaskType, index: int, attempt: int, config: OperatorConfig
+) -> dict[str, str]:
+    """What the worker reads (``workers/README.md``); APP, TASK_TYPE and INPUT_* also drive the emulator."""
+    env = {
+        "MRSCHED_APP": spec.app,
+        "MRSCHED_TASK_TYPE": kind,
+        "MRSCHED_TASK_INDEX": str(index),
+        "MRSCHED_ATTEMPT": str(attempt),
+        "MRSCHED_MAPS": str(spec.maps),
+        "MRSCHED_REDUCES": str(spec.reduces),
+        "MRSCHED_DATA_DIR": config.data_mount,
+        "MRSCHED_OUTPUT": spec.output,
+        "MRSCHED_JOB_DIR": spec.job_dir,
+        "MRSCHED_SORT_BUFFER_MB": str(spec.sort_buffer_mb),
+    }
+    if spec.input_paths:
+        env["MRSCHED_INPUT"] = ",".join(spec.input_paths)
+    if kind == "map" and (split := spec.split_of(index)) is not None:
+        env["MRSCHED_SPLITS"] = f"{split.path}:{split.start}:{split.length}"
+        if split.hosts:
+            env["MRSCHED_INPUT_HOSTS"] = ",".join(split.hosts)
+    if kind == "reduce":
+        env["MRSCHED_WAIT_FOR_MAPS"] = "86400"  # reduces start at slow-start and wait for the last maps
+    input_bytes = spec.map_input_bytes(index) if kind == "map" else spec.input_bytes // max(1, spec.reduces)
+    if input_bytes:
+        env["MRSCHED_INPUT_BYTES"] = str(input_bytes)
+    for name, value in spec.parameters.items():
+        env[f"MRSCHED_{_snake(name).upper()}"] = value
+    return env
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+
+
+Phase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+
+
+@dataclass(frozen=True)
+class PodAttempt:
+    """One task attempt as its pod reports it."""
+
+    name: str
+    kind: TaskType
+    index: int
+    attempt: int
+    node: str | None
+    phase: Phase
+    created: float
+    started: float | None = None
+    finished: float | None = None
+    exit_code: int | None = None
+    reason: str = ""
+    message: str = ""
+    report: TaskReport | None = None
+    deleting: bool = False
+
+    @property
+    def live(self) -> bool:
+        return self.phase in ("Pending", "Running", "Unknown") and not self.deleting
+
+    @property
+    def rejected(self) -> bool:
+        """The node refused or lost the pod: not the task's fault, so not counted against its backoff."""
+        return self.phase == "Failed" and self.reason in REJECTIONS
+
+    @property
+    def fatal_waiting(self) -> bool:
+        return self.phase == "Pending" and self.reason in FATAL_WAITING
+
+
+def _time(text: str | None) -> float | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
+
+
+def read_attempt(pod: dict[str, Any]) -> PodAttempt | None:
+    """The attempt a pod carries, or None when it is not a task pod of ours."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    try:
+        kind = labels[TYPE_LABEL]
+        index, attempt = int(labels[INDEX_LABEL]), int(labels[ATTEMPT_LABEL])
+    except (KeyError, ValueError):
+        return None
+    if kind not in ("map", "reduce"):
+        return None
+    status = pod.get("status") or {}
+    phase = status.get("phase", "Pending")
+    reason, message = status.get("reason", ""), status.get("message", "")
+    started = _time(status.get("startTime"))
+    finished = exit_code = report = None
+    for cs in status.get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        if (term := state.get("terminated")) is not None:
+            exit_code = term.get("exitCode")
+            finished = _time(term.get("finishedAt"))
+            started = _time(term.get("startedAt")) or started
+            reason = reason or term.get("reason", "")
+            message = term.get("message", "") or message
+            try:
+                report = TaskReport.from_json(term.get("message", ""))
+            except ValueError:
+                report = None
+        elif (waiting := state.get("waiting")) is not None:
+            reason, message = waiting.get("reason", reason), waiting.get("message", message)
+    if phase == "Failed" and finished is None:
+        finished = _time(status.get("startTime")) or _time(meta.get("creationTimestamp"))
+    return PodAttempt(
+        name=meta["name"],
+        kind=kind,
+        index=index,
+        attempt=attempt,
+        node=(pod.get("spec") or {}).get("nodeName"),
+        phase=phase,
+        created=_time(meta.get("creationTimestamp")) or 0.0,
+        started=started,
+        finished=finished,
+        exit_code=exit_code,
+        reason=reason or "",
+        message=message or "",
+        report=report,
+        deleting=bool(meta.get("deletionTimestamp")),
+    )

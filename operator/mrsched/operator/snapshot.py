@@ -1,0 +1,168 @@
+"""The scheduling core's view of the cluster, built from nodes, task pods and job states (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, Resources, Task
+from mrsched.operator.config import OperatorConfig
+from mrsched.operator.jobspec import parse_cpu, parse_memory_mb
+from mrsched.operator.jobstate import JobState
+
+CLASS_LABEL = "mrsched.dev/node-class"
+RACK_LABEL = "topology.mrsched.dev/rack"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+MAP_SLOTS_LABEL = "mrsched.dev/map-slots"
+REDUCE_SLOTS_LABEL = "mrsched.dev/reduce-slots"
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    node: Node
+    ready: bool
+    schedulable: bool
+    taints: tuple[dict[str, Any], ...]
+    labels: dict[str, str]
+
+
+def selector_matches(selector: str, labels: dict[str, str]) -> bool:
+    """A simple equality label selector (``k=v,k2=v2`` or ``k``)."""
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        key, eq, value = term.partition("=")
+        if key not in labels or (eq and labels[key] != value):
+            return False
+    return True
+
+
+def read_node(body: dict[str, Any], config: OperatorConfig) -> NodeInfo:
+    meta, spec, status = body["metadata"], body.get("spec") or {}, body.get("status") or {}
+    labels = meta.get("labels") or {}
+    allocatable = status.get("allocatable") or {}
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+    node = Node(
+        name=meta["name"],
+        cores=max(1, int(parse_cpu(allocatable.get("cpu", "1")))),
+        memory_mb=parse_memory_mb(allocatable.get("memory", "1Gi")),
+        rack=labels.get(RACK_LABEL, "rack-1"),
+        zone=labels.get(ZONE_LABEL, "zone-a"),
+        labels=tuple(sorted(labels.items())),
+        node_class=labels.get(CLASS_LABEL, ""),
+        map_slots=int(labels.get(MAP_SLOTS_LABEL, config.map_slots)),
+        reduce_slots=int(labels.get(REDUCE_SLOTS_LABEL, config.reduce_slots)),
+    )
+    return NodeInfo(
+        node, ready, not spec.get("unschedulable", False), tuple(spec.get("taints") or ()), labels
+    )
+
+
+def tolerates(taints: tuple[dict[str, Any], ...], tolerations: tuple[dict[str, Any], ...]) -> bool:
+    """Every NoSchedule/NoExecute taint is tolerated (Kubernetes' matching rules, Exists and Equal)."""
+    for taint in taints:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(
+            (not t.get("key") and t.get("operator") == "Exists")
+            or (
+                t.get("key") == taint.get("key")
+                and (t.get("operator") == "Exists" or t.get("value", "") == taint.get("value", ""))
+                and t.get("effect", taint.get("effect")) == taint.get("effect")
+            )
+            for t in tolerations
+        ):
+            return False
+    return True
+
+
+def core_job(state: JobState, now: float, backoff: tuple[float, float], existing: Job | None = None) -> Job:
+    """The core's Job for a MapReduceJob, task flags from its pods.
+
+    Policies keep references to a job's Task objects across rounds (their indexes of pending maps), so an
+    ``existing`` Job is updated in place rather than replaced.
+    """
+    spec = state.spec
+    job = existing if existing is not None else _new_job(state)
+    running = {"map": 0, "reduce": 0}
+    for task in (*job.maps, *job.reduces):
+        ts = state.tasks[(task.kind, task.index)]
+        live = not ts.succeeded and bool(ts.live)
+        task.attempts = len(ts.attempts)
+        task.running = live
+        task.done = ts.succeeded
+        task.backing_off = not ts.succeeded and not live and ts.retry_at(*backoff) > now
+        running[task.kind] += live
+    job.running_maps, job.running_reduces = running["map"], running["reduce"]
+    job.finished_maps = sum(t.done for t in job.maps)
+    job.finished_reduces = sum(t.done for t in job.reduces)
+    job.start_s = state.first_start()
+    job.priority = spec.priority
+    return job
+
+
+def _new_job(state: JobState) -> Job:
+    spec = state.spec
+    tasks: dict[str, list[Task]] = {"map": [], "reduce": []}
+    for kind, index in state.tasks:
+        split = spec.split_of(index) if kind == "map" else None
+        input_bytes = (
+            spec.map_input_bytes(index) if kind == "map" else spec.input_bytes // max(1, spec.reduces)
+        )
+        tasks[kind].append(
+            Task(
+                job_id=spec.uid,
+                kind=kind,  # type: ignore[arg-type]
+                index=index,
+                input_mb=input_bytes / 2**20,
+                replicas=split.hosts if split else (),
+            )
+        )
+    return Job(
+        id=spec.uid,
+        app=spec.app,
+        submit_s=state.created,
+        maps=tasks["map"],
+        reduces=tasks["reduce"],
+        user=spec.user,
+        queue=spec.queue,
+        priority=spec.priority,
+        map_hints=spec.map_hints,
+        reduce_hints=spec.reduce_hints,
+        reduce_slowstart=spec.reduce_slowstart,
+        map_request=spec.map_resources,
+        reduce_request=spec.reduce_resources,
+        max_attempts=spec.backoff_limit + 1,
+    )
+
+
+def build(
+    nodes: dict[str, Node], jobs: list[tuple[JobState, Job]], now: float, version: int
+) -> ClusterSnapshot:
+    """A snapshot with ``jobs`` active and their live attempts running on ``nodes``."""
+    running: dict[str, list[Attempt]] = {name: [] for name in nodes}
+    for state, job in jobs:
+        by_key: dict[tuple[str, int], Task] = {(t.kind, t.index): t for t in (*job.maps, *job.reduces)}
+        for (kind, index), ts in state.tasks.items():
+            for attempt in ts.live:
+                if attempt.node in running:
+                    running[attempt.node].append(
+                        Attempt(by_key[(kind, index)], attempt.attempt, attempt.node, attempt.started or now)
+                    )
+    ordered = [job for _, job in sorted(jobs, key=lambda sj: (sj[1].submit_s, sj[1].id))]
+    return ClusterSnapshot(now=now, nodes=nodes, running=running, jobs=ordered, version=version)
+
+
+def requested(pods: list[dict[str, Any]]) -> dict[str, Resources]:
+    """CPU and memory requested on each node by its unfinished pods (ours or not)."""
+    used: dict[str, list[float]] = {}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            continue
+        acc = used.setdefault(node, [0.0, 0.0])
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            req = (container.get("resources") or {}).get("requests") or {}
+            acc[0] += parse_cpu(req.get("cpu", "0"))
+            acc[1] += parse_memory_mb(req.get("memory", "0"))
+    return {n: Resources(cpu=c, memory_mb=m) for n, (c, m) in used.items()}
