@@ -1,0 +1,204 @@
+"""End to end through the operator: real worker processes on emulated nodes (process mode), outputs checked
+against independent computations."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EmulateFactory
+from tests.kubehelpers import Kube, wait_for
+from tests.operatorhelpers import (
+    OperatorProcess,
+    apply,
+    apply_crds,
+    get_job,
+    job_manifest,
+    start_operator,
+    task_pods,
+    wait_phase,
+)
+from tests.workers.data import input_bytes, input_lines, read_counts, text_corpus
+
+
+@pytest.fixture
+def operator(kube: Kube, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
+    apply_crds(kube)
+    handle = start_operator(kube, namespace, tmp_path / "logs")
+    yield handle
+    handle.stop()
+
+
+def test_wordcount_and_terasort_through_the_operator(
+    kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess, tmp_path: Path
+) -> None:
+    nodes = emulate({"small": 1, "large": 1}, mode="process")
+    data = tmp_path / "data" / "data"  # process mode maps the pod's "data" volume to <data_dir>/data
+    corpus = text_corpus(data / "text", files=2, lines=2000)
+
+    apply(
+        kube,
+        namespace,
+        job_manifest(
+            "wordcount",
+            workload={"app": "wordcount"},
+            input={"paths": ["text"]},
+            output={"path": "out/wc"},
+            maps=3,
+            reduces=2,
+            reduceSlowStart=0.5,
+            resources={
+                "map": {"cpu": "500m", "memory": "256Mi"},
+                "reduce": {"cpu": "500m", "memory": "256Mi"},
+            },
+        ),
+    )
+    apply(
+        kube,
+        namespace,
+        job_manifest(
+            "teragen",
+            workload={"app": "teragen", "parameters": {"rows": 20000}},
+            output={"path": "tera-in"},
+            maps=2,
+            reduces=0,
+            resources={"map": {"cpu": "500m", "memory": "256Mi"}},
+        ),
+    )
+    job = wait_phase(kube, namespace, "wordcount", ("Succeeded", "Failed"), 180)
+    assert job["status"]["phase"] == "Succeeded", job["status"]
+    assert read_counts(data / "out" / "wc") == Counter(input_bytes(corpus).split())
+    assert job["status"]["maps"] == {"total": 3, "pending": 0, "running": 0, "succeeded": 3, "failed": 0}
+    assert job["status"]["reducesCompleted"] == "2/2"
+    conditions = {c["type"]: c["status"] for c in job["status"]["conditions"]}
+    assert conditions == {
+        "Scheduled": "True",
+        "MapsCompleted": "True",
+        "Succeeded": "True",
+        "Failed": "False",
+    }
+    for pod in task_pods(kube, namespace, "wordcount"):
+        assert pod["spec"]["nodeName"] in nodes.nodes, "bound only to worker nodes"
+        assert '"policy": "fair"' in pod["metadata"]["annotations"]["mrsched.dev/placement"]
+
+    assert (
+        wait_phase(kube, namespace, "teragen", ("Succeeded", "Failed"), 180)["status"]["phase"] == "Succeeded"
+    )
+    apply(
+        kube,
+        namespace,
+        job_manifest(
+            "terasort",
+            workload={"app": "terasort"},
+            input={"paths": ["tera-in"]},
+            output={"path": "tera-out"},
+            maps=3,
+            reduces=3,
+            sortBufferMB=1,
+            resources={
+                "map": {"cpu": "500m", "memory": "256Mi"},
+                "reduce": {"cpu": "500m", "memory": "256Mi"},
+            },
+        ),
+    )
+    job = wait_phase(kube, namespace, "terasort", ("Succeeded", "Failed"), 180)
+    assert job["status"]["phase"] == "Succeeded", job["status"]
+    records = input_lines(data / "tera-in")
+    out = b"".join(p.read_bytes() for p in sorted((data / "tera-out").glob("part-r-*"))).split(b"\n")[:-1]
+    assert len(records) == 40000 and out == sorted(records)
+
+
+def test_invalid_jobs_are_rejected_with_the_schemas_message(kube: Kube, namespace: str) -> None:
+    apply_crds(kube)
+    cases = [
+        (
+            dict(workload={"app": "teragen", "parameters": {"rows": 10}}, output={"path": "o"}, reduces=2),
+            "map-only: set reduces to 0",
+        ),
+        (dict(workload={"app": "wordcount"}, output={"path": "o"}), "set input.paths"),
+        (dict(workload={"app": "grep"}, input={"paths": ["x"]}, output={"path": "o"}), "grep needs"),
+        (
+            dict(workload={"app": "wordcount"}, input={"paths": ["x"]}, output={"path": "o"}, maps=0),
+            "spec.maps: Invalid value: 0",
+        ),
+        (dict(workload={"app": "nosuch"}, output={"path": "o"}), 'Unsupported value: "nosuch"'),
+    ]
+    for spec, message in cases:
+        result = apply(kube, namespace, job_manifest("bad", **spec), check=False)
+        assert result.returncode != 0 and message in result.stderr, (spec, result.stderr)
+
+    apply(
+        kube,
+        namespace,
+        job_manifest("good", workload={"app": "pi", "parameters": {"samples": 10}}, output={"path": "o"}),
+    )
+    changed = job_manifest(
+        "good", workload={"app": "pi", "parameters": {"samples": 20}}, output={"path": "o"}
+    )
+    result = apply(kube, namespace, changed, check=False)
+    assert result.returncode != 0 and "spec is immutable" in result.stderr
+
+
+def test_failed_task_is_retried_and_exhausted_backoff_fails_the_job(
+    kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess, tmp_path: Path
+) -> None:
+    emulate({"medium": 1}, mode="process")
+    data = tmp_path / "data" / "data"
+    apply(
+        kube,
+        namespace,
+        job_manifest(
+            "late-input",
+            workload={"app": "wordcount"},
+            input={"paths": ["arrives-later"]},
+            output={"path": "late"},
+            maps=1,
+            reduces=1,
+            backoffLimit=5,
+        ),
+    )
+    apply(
+        kube,
+        namespace,
+        job_manifest(
+            "bad-regex",
+            workload={"app": "grep", "parameters": {"pattern": "a("}},
+            input={"paths": ["x"]},
+            output={"path": "never"},
+            maps=1,
+            reduces=1,
+            backoffLimit=1,
+        ),
+    )
+
+    def failed_once() -> bool:
+        return (get_job(kube, namespace, "late-input").get("status") or {}).get("maps", {}).get(
+            "failed", 0
+        ) >= 1
+
+    wait_for(failed_once, 60, "the first map attempt to fail")
+    text_corpus(data / "arrives-later", files=1, lines=100)
+    job = wait_phase(kube, namespace, "late-input", ("Succeeded", "Failed"), 120)
+    assert job["status"]["phase"] == "Succeeded" and job["status"]["maps"]["failed"] >= 1
+
+    job = wait_phase(kube, namespace, "bad-regex", ("Succeeded", "Failed"), 120)
+    assert job["status"]["reason"] == "BackoffLimitExceeded"
+    assert "task map-00000 failed 2 times" in job["status"]["message"]
+    assert "not a valid regular expression" in job["status"]["message"]
+    failed = {c["type"]: c for c in job["status"]["conditions"]}["Failed"]
+    assert failed["status"] == "True" and "map-00000" in failed["message"]
+    assert len(task_pods(kube, namespace, "bad-regex")) == 2, "two attempts, then no more"
+    events = kube.kubectl(
+        "get", "events", "-n", namespace, "--field-selector", "involvedObject.name=bad-regex"
+    ).stdout
+    assert "TaskFailed" in events and "BackoffLimitExceeded" in events
+
+    table = kube.kubectl("get", "mrj", "-n", namespace).stdout.splitlines()
+    assert table[0].split() == ["NAME", "PHASE", "MAPS", "REDUCES", "POLICY", "AGE"]
+    assert any(line.split()[:5] == ["late-input", "Succeeded", "1/1", "1/1", "fair"] for line in table[1:])
+
+    kube.kubectl("delete", "mrj", "late-input", "-n", namespace, "--wait=true")
+    wait_for(lambda: not task_pods(kube, namespace, "late-input"), 60, "the deleted job's pods to go")
