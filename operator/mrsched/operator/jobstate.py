@@ -75,7 +75,7 @@ class JobState:
         meta = body["metadata"]
         return cls(
             spec=spec,
-            created=_ts(meta.get("creationTimestamp")) or 0.0,
+            created=parse_time(meta.get("creationTimestamp")) or 0.0,
             tasks=tasks,
             status=dict(body.get("status") or {}),
             deleting=bool(meta.get("deletionTimestamp")),
@@ -129,7 +129,7 @@ class JobState:
         return max(ends) if ends else None
 
 
-def _ts(text: str | None) -> float | None:
+def parse_time(text: str | None) -> float | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
 
 

@@ -18,12 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, TaskOutcome
+from mrsched.core.model import Explanation, Job, Node, Placement, TaskOutcome
 from mrsched.core.policy import Policy
 from mrsched.operator import snapshot as snap
 from mrsched.operator import status as job_status
 from mrsched.operator.config import OperatorConfig
-from mrsched.operator.jobstate import JobState, TaskState, _ts
+from mrsched.operator.jobstate import JobState, TaskState, parse_time
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.pods import JOB_UID_LABEL, PodAttempt, read_attempt, task_pod
@@ -183,7 +183,7 @@ class SchedulingLoop:
                     self.api.delete_pod(spec.namespace, attempt.name)
                     stats.deleted += 1
         if verdict.phase in ("Succeeded", "Failed") and spec.ttl_after_finished_s is not None:
-            done_at = _ts(new.get("completionTime")) or now
+            done_at = parse_time(new.get("completionTime")) or now
             if now >= done_at + spec.ttl_after_finished_s:
                 log.info(
                     "deleting %s: finished %.0f s ago (ttlSecondsAfterFinished)", spec.key, now - done_at
@@ -380,6 +380,3 @@ def _outcome(job: Job, task: TaskState, attempt: PodAttempt, now: float) -> Task
         written_bytes=report.written_bytes if report else 0,
         network_bytes=report.network_bytes if report else 0,
     )
-
-
-__all__ = ["ClusterSnapshot", "RoundStats", "SchedulingLoop"]
