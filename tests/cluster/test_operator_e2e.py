@@ -202,3 +202,39 @@ def test_failed_task_is_retried_and_exhausted_backoff_fails_the_job(
 
     kube.kubectl("delete", "mrj", "late-input", "-n", namespace, "--wait=true")
     wait_for(lambda: not task_pods(kube, namespace, "late-input"), 60, "the deleted job's pods to go")
+
+
+def test_operator_killed_mid_job_resumes_and_counts_each_task_once(
+    kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess, tmp_path: Path
+) -> None:
+    emulate({"medium": 1}, mode="process")  # 2 map slots: six maps run in three waves
+    data = tmp_path / "data" / "data"
+    apply(
+        kube,
+        namespace,
+        job_manifest(
+            "pi",
+            workload={"app": "pi", "parameters": {"samples": 200000}},
+            output={"path": "pi"},
+            maps=6,
+            reduces=1,
+            reduceSlowStart=1.0,
+        ),
+    )
+    wait_for(lambda: len(task_pods(kube, namespace, "pi")) >= 2, 60, "the first wave of maps")
+    operator.kill()  # SIGKILL: no clean-up, no last status write
+    assert (get_job(kube, namespace, "pi").get("status") or {}).get("phase") != "Succeeded"
+
+    restarted = start_operator(kube, namespace, tmp_path / "logs")
+    try:
+        job = wait_phase(kube, namespace, "pi", ("Succeeded", "Failed"), 180)
+    finally:
+        restarted.stop()
+    assert job["status"]["phase"] == "Succeeded", job["status"]
+    assert job["status"]["maps"] == {"total": 6, "pending": 0, "running": 0, "succeeded": 6, "failed": 0}
+    names = sorted(p["metadata"]["name"] for p in task_pods(kube, namespace, "pi"))
+    assert names == [*(f"pi-m{i:05d}-a0" for i in range(6)), "pi-r00000-a0"], (
+        "one attempt per task, no orphan"
+    )
+    values = dict(line.split("\t") for line in (data / "pi" / "part-r-00000").read_text().splitlines())
+    assert int(values["samples"]) == 6 * 200000, "every map counted exactly once"
