@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from mrworker.collect import CountCollector
 from mrworker.errors import UsageError
 from mrworker.layout import Attempt, commit_directory, commit_file, durable
 from mrworker.report import Counters
@@ -67,6 +68,17 @@ class Task:
         block = min(BLOCK_BYTES, max(64 << 10, self.sort_buffer_bytes // 8))
         for split in self.my_splits():
             yield from read_blocks(split, self.counters, block)
+
+    def count_collector(self, *, reduces: int | None = None, combiner: bool | None = None) -> CountCollector:
+        """A map output buffer for ``key<TAB>count`` records, sized and partitioned for this task."""
+        return CountCollector(
+            self.paths.work_dir,
+            self.reduces if reduces is None else reduces,
+            self.counters,
+            combiner=self.combiner if combiner is None else combiner,
+            buffer_bytes=self.sort_buffer_bytes,
+            merge_factor=self.merge_factor,
+        )
 
     def commit_map_output(self, finish: Callable[[Path], list[Segment]]) -> None:
         """Write the final run with ``finish`` into a staging directory and publish it as ``map-NNNNN``."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 from mrworker.apps.common import reduce_sum
-from mrworker.collect import CountCollector
 from mrworker.errors import UsageError
 from mrworker.splits import split_lines
 from mrworker.task import Task
@@ -31,14 +30,7 @@ class Grep:
 
     def map(self, task: Task) -> None:
         regex = compile_pattern(task.pattern)
-        out = CountCollector(
-            task.paths.work_dir,
-            task.reduces,
-            task.counters,
-            combiner=task.combiner,
-            buffer_bytes=task.sort_buffer_bytes,
-            merge_factor=task.merge_factor,
-        )
+        out = task.count_collector()
         for block in task.input_blocks():
             lines = split_lines(block)
             task.counters.records_in += len(lines)

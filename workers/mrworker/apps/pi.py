@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from decimal import Decimal, localcontext
 
-from mrworker.collect import CountCollector
 from mrworker.errors import UsageError
 from mrworker.segments import count_key, grouped_counts, merge
 from mrworker.task import Sink, Task
@@ -75,14 +74,7 @@ class Pi:
             raise UsageError(f"pi sums every map in one reducer: --reduces must be 1, not {task.reduces}")
         inside = count_inside(1 + task.index * task.samples, task.samples)
         task.counters.records_in = task.samples
-        out = CountCollector(
-            task.paths.work_dir,
-            1,
-            task.counters,
-            combiner=True,
-            buffer_bytes=task.sort_buffer_bytes,
-            merge_factor=task.merge_factor,
-        )
+        out = task.count_collector(reduces=1, combiner=True)
         out.add_count(b"inside", inside)
         out.add_count(b"outside", task.samples - inside)
         task.commit_map_output(out.finish)

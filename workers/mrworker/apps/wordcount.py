@@ -6,7 +6,6 @@ Output: ``word<TAB>count`` lines, each reducer's part sorted by word's bytes.
 from __future__ import annotations
 
 from mrworker.apps.common import reduce_sum
-from mrworker.collect import CountCollector
 from mrworker.task import Task
 
 
@@ -15,14 +14,7 @@ class WordCount:
     reads_input = True
 
     def map(self, task: Task) -> None:
-        out = CountCollector(
-            task.paths.work_dir,
-            task.reduces,
-            task.counters,
-            combiner=task.combiner,
-            buffer_bytes=task.sort_buffer_bytes,
-            merge_factor=task.merge_factor,
-        )
+        out = task.count_collector()
         for block in task.input_blocks():
             task.counters.records_in += block.count(b"\n") + (not block.endswith(b"\n"))
             out.add(block.split())
