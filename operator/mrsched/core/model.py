@@ -136,7 +136,13 @@ class Attempt:
 
 @dataclass(frozen=True, slots=True)
 class NodeMetrics:
-    """A node's latest live metrics; ``age_s`` is how old they are, None values were missing or stale."""
+    """A node's latest live metrics; ``age_s`` is how old they are, None values were missing or stale.
+
+    ``status`` says why values may be None: ``fresh`` (values are current; a None value is a series the
+    node lacks), ``stale`` (the node's series stopped longer ago than the configured bound), ``missing``
+    (never seen), ``unavailable`` (the metrics source did not answer). Policies treat None as unknown,
+    never as zero.
+    """
 
     load1: float | None = None
     cpu_utilisation: float | None = None  # 0..1 over the last interval
@@ -144,6 +150,7 @@ class NodeMetrics:
     disk_bytes_per_s: float | None = None
     network_bytes_per_s: float | None = None
     age_s: float | None = None
+    status: str = "fresh"
 
 
 @dataclass(slots=True)

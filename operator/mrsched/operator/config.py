@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mrsched.operator.nodemetrics import DEFAULT_QUERIES, FIELDS, MetricsSettings
 from mrsched.policies import policy_names
 
 
@@ -40,6 +41,15 @@ class OperatorConfig(BaseModel):
     pending_timeout_s: float = Field(300.0, gt=0)
     #: Prometheus for node metrics (empty: no live metrics; policies see them as missing).
     prometheus_url: str = ""
+    #: PromQL per node metric (keys: load1, cpu_utilisation, memory_available_mb, disk_bytes_per_s,
+    #: network_bytes_per_s), overriding the node_exporter defaults; ``{window}`` and ``{label}`` are filled in.
+    metrics_queries: dict[str, str] = Field(default_factory=dict)
+    #: The series label naming the node, and a regex whose first group is the node name.
+    metrics_node_label: str = "node"
+    metrics_node_pattern: str = "(.*)"
+    metrics_rate_window: str = "1m"
+    #: A node whose latest sample is older than this is marked stale (its values unknown, not zero).
+    metrics_max_age_s: float = Field(30.0, gt=0)
     #: Map and reduce slots per node when the node has no ``mrsched.dev/map-slots`` label (Hadoop's default 2).
     map_slots: int = Field(2, ge=0)
     reduce_slots: int = Field(2, ge=0)
@@ -54,6 +64,23 @@ class OperatorConfig(BaseModel):
             raise ValueError(f"unknown policy {name!r}; known: {', '.join(policy_names())}")
         return name
 
+    @field_validator("metrics_queries")
+    @classmethod
+    def _known_metrics(cls, queries: dict[str, str]) -> dict[str, str]:
+        unknown = set(queries) - set(FIELDS)
+        if unknown:
+            raise ValueError(f"unknown node metrics {sorted(unknown)}; known: {', '.join(FIELDS)}")
+        return queries
+
+    def metrics_settings(self) -> MetricsSettings:
+        return MetricsSettings(
+            queries={**DEFAULT_QUERIES, **self.metrics_queries},
+            node_label=self.metrics_node_label,
+            node_pattern=self.metrics_node_pattern,
+            rate_window=self.metrics_rate_window,
+            max_age_s=self.metrics_max_age_s,
+        )
+
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> OperatorConfig:
         """Fields from ``MRSCHED_<FIELD>`` variables (lists comma-separated), then explicit overrides."""
@@ -65,7 +92,7 @@ class OperatorConfig(BaseModel):
                 continue
             if field.annotation is not None and "tuple" in str(field.annotation):
                 values[name] = tuple(v for v in raw.split(",") if v)
-            elif name == "policy_options":
+            elif name in ("policy_options", "metrics_queries"):
                 import json
 
                 values[name] = json.loads(raw)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from mrsched.core.model import Explanation, Job, Node, Placement, TaskOutcome
+from mrsched.core.model import Explanation, Job, Node, NodeMetrics, Placement, TaskOutcome
 from mrsched.core.policy import Policy
 from mrsched.operator import snapshot as snap
 from mrsched.operator import status as job_status
@@ -26,6 +26,7 @@ from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobstate import JobState, TaskState, parse_time
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.metrics import OperatorMetrics
+from mrsched.operator.nodemetrics import NodeMetricsSource, prometheus_query
 from mrsched.operator.pods import JOB_UID_LABEL, PodAttempt, read_attempt, task_pod
 from mrsched.policies import make_policy
 
@@ -50,11 +51,16 @@ class SchedulingLoop:
         metrics: OperatorMetrics | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        node_metrics: NodeMetricsSource | None = None,
     ) -> None:
         self.api = api
         self.config = config
         self.metrics = metrics or OperatorMetrics()
         self.clock = clock
+        if node_metrics is None and config.prometheus_url:
+            query = prometheus_query(config.prometheus_url)
+            node_metrics = NodeMetricsSource(query, config.metrics_settings(), clock)
+        self.node_metrics = node_metrics
         self.policies: dict[str, Policy] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -260,6 +266,8 @@ class SchedulingLoop:
         now: float,
         stats: RoundStats,
     ) -> None:
+        # Read every round, jobs or not: the gauges tell operators whether placement could see the nodes.
+        live_metrics = self._read_metrics(sorted(usable))
         if not active:
             return
         by_policy: dict[str, list[tuple[JobState, Job]]] = defaultdict(list)
@@ -275,7 +283,7 @@ class SchedulingLoop:
                 creations += self._unbound(jobs)
                 continue
             self._version += 1_000_000  # strictly increasing across rounds: policies cache on (id, version)
-            snapshot = snap.build(nodes, jobs, now, self._version)
+            snapshot = snap.build(nodes, jobs, now, self._version, live_metrics)
             t0 = time.perf_counter()
             placements = self.policy(name).schedule_round(snapshot, sorted(nodes))
             self.metrics.placement_seconds.labels(name).observe(time.perf_counter() - t0)
@@ -301,6 +309,17 @@ class SchedulingLoop:
             stats.placed[name] = len(placements)
         for created in self._pool.map(self._create, creations):
             stats.created += created
+
+    def _read_metrics(self, nodes: list[str]) -> dict[str, NodeMetrics]:
+        """Prometheus's view of the nodes, each marked fresh, stale, missing or unavailable."""
+        if self.node_metrics is None:
+            return {}
+        read = self.node_metrics.read(nodes)
+        self.metrics.prometheus_up.set(int(self.node_metrics.available))
+        counts = Counter(m.status for m in read.values())
+        for status in ("fresh", "stale", "missing", "unavailable"):
+            self.metrics.node_metrics.labels(status).set(counts.get(status, 0))
+        return read
 
     def _fits(
         self, placement: Placement, spec: Any, usable: dict[str, snap.NodeInfo], used: dict[str, Any]

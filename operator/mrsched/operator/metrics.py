@@ -33,3 +33,14 @@ class OperatorMetrics:
         self.last_round = Gauge(
             "mrsched_last_round_timestamp_seconds", "When the last round ended", registry=r
         )
+        self.prometheus_up = Gauge(
+            "mrsched_prometheus_up",
+            "1 when the last read of node metrics from Prometheus succeeded",
+            registry=r,
+        )
+        self.node_metrics = Gauge(
+            "mrsched_node_metrics_nodes",
+            "Worker nodes by the state of their live metrics (fresh, stale, missing, unavailable)",
+            ["status"],
+            registry=r,
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, Resources, Task
+from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, NodeMetrics, Resources, Task
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobspec import parse_cpu, parse_memory_mb
 from mrsched.operator.jobstate import JobState
@@ -137,7 +137,11 @@ def _new_job(state: JobState) -> Job:
 
 
 def build(
-    nodes: dict[str, Node], jobs: list[tuple[JobState, Job]], now: float, version: int
+    nodes: dict[str, Node],
+    jobs: list[tuple[JobState, Job]],
+    now: float,
+    version: int,
+    metrics: dict[str, NodeMetrics] | None = None,
 ) -> ClusterSnapshot:
     """A snapshot with ``jobs`` active and their live attempts running on ``nodes``."""
     running: dict[str, list[Attempt]] = {name: [] for name in nodes}
@@ -150,7 +154,9 @@ def build(
                         Attempt(by_key[(kind, index)], attempt.attempt, attempt.node, attempt.started or now)
                     )
     ordered = [job for _, job in sorted(jobs, key=lambda sj: (sj[1].submit_s, sj[1].id))]
-    return ClusterSnapshot(now=now, nodes=nodes, running=running, jobs=ordered, version=version)
+    return ClusterSnapshot(
+        now=now, nodes=nodes, running=running, jobs=ordered, metrics=metrics or {}, version=version
+    )
 
 
 def requested(pods: list[dict[str, Any]]) -> dict[str, Resources]:
