@@ -46,6 +46,12 @@ class Kube:
     def pod(self, namespace: str, name: str) -> dict[str, Any]:
         return json.loads(self.core.read_namespaced_pod(name, namespace, _preload_content=False).data)
 
+    def list_all_pods(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = json.loads(
+            self.core.list_pod_for_all_namespaces(_preload_content=False).data
+        )["items"]
+        return items
+
     def node(self, name: str) -> dict[str, Any] | None:
         try:
             return json.loads(self.core.read_node(name, _preload_content=False).data)

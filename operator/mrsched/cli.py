@@ -6,6 +6,8 @@ mrsched cluster down [--name N]
 mrsched cluster fault NODE KIND [--intensity X] [--duration S] [--name N]
 mrsched cluster clear-faults NODE [--name N]
 mrsched run [--policy P] [--kubeconfig F] ...   (the operator)
+mrsched demo [--policy P]           (a small job end to end on a throw-away local cluster)
+mrsched simulate SCENARIO [--policies P,Q] [--seed S,T] [--out DIR]
 mrsched emulator run ...            (the node-emulator process; the cluster commands start it)
 """
 
@@ -103,6 +105,9 @@ def _run_operator(args: argparse.Namespace) -> int:
         data_claim=args.data_claim,
         data_host_path=args.data_host_path,
         prometheus_url=args.prometheus_url,
+        metrics_node_label=args.metrics_node_label,
+        metrics_rate_window=args.metrics_rate_window,
+        metrics_max_age_s=args.metrics_max_age_s,
         metrics_port=args.metrics_port,
     )
     run_operator(
@@ -114,6 +119,12 @@ def _run_operator(args: argparse.Namespace) -> int:
         verbose=args.verbose,
     )
     return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from mrsched.demo import REPO_CRDS, run_demo
+
+    return run_demo(args.policy, args.crds or REPO_CRDS)
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -226,6 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
     run_op.add_argument("--data-claim", help="ReadWriteMany PVC every task mounts at /data")
     run_op.add_argument("--data-host-path", help="host directory mounted at /data when there is no claim")
     run_op.add_argument("--prometheus-url", help="Prometheus for node metrics")
+    run_op.add_argument("--metrics-node-label", help="series label naming the node (default node)")
+    run_op.add_argument("--metrics-rate-window", help="rate() window of node metrics (default 1m)")
+    run_op.add_argument(
+        "--metrics-max-age",
+        dest="metrics_max_age_s",
+        type=float,
+        help="seconds after which a node's metrics count as stale (default 30)",
+    )
     run_op.add_argument("--metrics-port", type=int, help="/metrics port (default 9090)")
     run_op.add_argument("--liveness-port", type=int, default=8080, help="/healthz port (default 8080)")
     run_op.add_argument("--bind-address", default=os.environ.get("MRSCHED_BIND_ADDRESS", "127.0.0.1"))
@@ -246,6 +265,15 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--seed", help="comma-separated seeds (default: the scenario's)")
     simulate.add_argument("--out", type=Path, help="output directory (default: results/<scenario>)")
     simulate.set_defaults(func=_simulate)
+
+    demo = commands.add_parser(
+        "demo", help="a small job end to end on a throw-away local cluster (process mode), then tear down"
+    )
+    demo.add_argument("--policy", default="fair", choices=policy_names())
+    demo.add_argument(
+        "--crds", type=Path, default=None, help="CRD directory (default: the repository's crds/)"
+    )
+    demo.set_defaults(func=_demo)
 
     emulator = commands.add_parser("emulator", help="the node emulator process")
     emulator_commands = emulator.add_subparsers(dest="action", required=True)
