@@ -56,8 +56,16 @@ def apply_crds(kube: Kube) -> None:
 
 
 def start_operator(
-    kube: Kube, namespace: str, log_dir: Path, *, policy: str = "fair", extra: tuple[str, ...] = ()
+    kube: Kube,
+    namespace: str,
+    log_dir: Path,
+    *,
+    policy: str = "fair",
+    extra: tuple[str, ...] = (),
+    kubeconfig: Path | None = None,
 ) -> OperatorProcess:
+    """The operator as a process watching ``namespace`` (its Lease there too), as ``kube``'s identity or, with
+    ``kubeconfig``, as another one (a ServiceAccount's token, to test the chart's RBAC)."""
     metrics_port, liveness_port = free_port(), free_port()
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"operator-{time.monotonic_ns()}.log"
@@ -65,7 +73,7 @@ def start_operator(
         str(MRSCHED),
         "run",
         "--kubeconfig",
-        str(kube.kubeconfig),
+        str(kubeconfig or kube.kubeconfig),
         "--namespace",
         namespace,
         "--lease-namespace",

@@ -48,7 +48,9 @@ def test_fresh_values_stale_and_missing_nodes_and_an_outage() -> None:
 
     read = source.read(["a", "b", "ghost"])
     assert read["a"].status == "fresh" and read["a"].age_s == pytest.approx(2.0)
-    assert read["a"].load1 == 0.0 and read["a"].cpu_utilisation == 0.25 and read["a"].memory_available_mb == 2048
+    assert (
+        read["a"].load1 == 0.0 and read["a"].cpu_utilisation == 0.25 and read["a"].memory_available_mb == 2048
+    )
     assert read["b"].status == "fresh" and read["b"].cpu_utilisation is None and read["b"].load1 == 3.5
     assert read["ghost"].status == "missing" and read["ghost"].load1 is None and read["ghost"].age_s is None
 
