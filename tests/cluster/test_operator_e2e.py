@@ -71,6 +71,13 @@ def test_wordcount_and_terasort_through_the_operator(
     job = wait_phase(kube, namespace, "wordcount", ("Succeeded", "Failed"), 180)
     assert job["status"]["phase"] == "Succeeded", job["status"]
     assert read_counts(data / "out" / "wc") == Counter(input_bytes(corpus).split())
+    # The job commit ran after the last reduce: _SUCCESS written, map outputs and scratch removed.
+    assert (data / "out" / "wc" / "_SUCCESS").exists()
+    assert sorted(p.name for p in (data / "out" / "wc").iterdir()) == [
+        "_SUCCESS",
+        "part-r-00000",
+        "part-r-00001",
+    ]
     assert job["status"]["maps"] == {"total": 3, "pending": 0, "running": 0, "succeeded": 3, "failed": 0}
     assert job["status"]["reducesCompleted"] == "2/2"
     conditions = {c["type"]: c["status"] for c in job["status"]["conditions"]}
@@ -233,7 +240,7 @@ def test_operator_killed_mid_job_resumes_and_counts_each_task_once(
     assert job["status"]["phase"] == "Succeeded", job["status"]
     assert job["status"]["maps"] == {"total": 6, "pending": 0, "running": 0, "succeeded": 6, "failed": 0}
     names = sorted(p["metadata"]["name"] for p in task_pods(kube, namespace, "pi"))
-    assert names == [*(f"pi-m{i:05d}-a0" for i in range(6)), "pi-r00000-a0"], (
+    assert names == ["pi-c00000-a0", *(f"pi-m{i:05d}-a0" for i in range(6)), "pi-r00000-a0"], (
         "one attempt per task, no orphan"
     )
     values = dict(line.split("\t") for line in (data / "pi" / "part-r-00000").read_text().splitlines())

@@ -32,7 +32,7 @@ def test_no_application_means_no_finite_work() -> None:
     "env, message",
     [
         ({"MRSCHED_APP": "nope"}, "unknown application 'nope'"),
-        ({"MRSCHED_APP": "pi", "MRSCHED_TASK_TYPE": "shuffle"}, "must be 'map' or 'reduce'"),
+        ({"MRSCHED_APP": "pi", "MRSCHED_TASK_TYPE": "shuffle"}, "must be 'map', 'reduce' or 'commit-job'"),
         ({"MRSCHED_APP": "pi", "MRSCHED_INPUT_BYTES": "lots"}, "must be a number of bytes"),
         ({"MRSCHED_APP": "randomwriter", "MRSCHED_TASK_TYPE": "reduce"}, "map-only"),
     ],

@@ -7,7 +7,8 @@ Nothing here reads node capabilities: those stay hidden in the physics model.
 Environment variables read (all optional but ``MRSCHED_APP``):
 
 * ``MRSCHED_APP``: a built-in application (``data/applications.yaml``).
-* ``MRSCHED_TASK_TYPE``: ``map`` (default) or ``reduce``.
+* ``MRSCHED_TASK_TYPE``: ``map`` (default), ``reduce``, or ``commit-job`` (the job commit after the last
+  task: a few renames and deletes, modelled as a small fixed demand).
 * ``MRSCHED_INPUT_BYTES``: bytes this task reads (its split, or its share of the shuffle).
 * ``MRSCHED_INPUT_HOSTS``: comma-separated nodes holding a replica of the input; when given and the pod's node
   is not among them, the input is fetched over the network instead of read from the local disk.
@@ -27,6 +28,10 @@ APP_ENV = "MRSCHED_APP"
 TASK_TYPE_ENV = "MRSCHED_TASK_TYPE"
 INPUT_BYTES_ENV = "MRSCHED_INPUT_BYTES"
 INPUT_HOSTS_ENV = "MRSCHED_INPUT_HOSTS"
+
+
+#: Hadoop's commitJob: list the parts, delete the temporary tree, write _SUCCESS. [not in the papers]
+JOB_COMMIT = TaskDemand(cpu_s=0.05, read_mb=0.1, write_mb=0.1, memory_mb=50.0)
 
 
 class WorkloadError(ValueError):
@@ -62,8 +67,10 @@ def demand_from_env(env: Mapping[str, str], node_name: str) -> TaskDemand | None
     if not app_name:
         return None
     task_type = env.get(TASK_TYPE_ENV, "map")
+    if task_type == "commit-job":
+        return JOB_COMMIT
     if task_type not in ("map", "reduce"):
-        raise WorkloadError(f"{TASK_TYPE_ENV}={task_type!r}: must be 'map' or 'reduce'")
+        raise WorkloadError(f"{TASK_TYPE_ENV}={task_type!r}: must be 'map', 'reduce' or 'commit-job'")
     try:
         input_bytes = float(env.get(INPUT_BYTES_ENV, "0"))
     except ValueError:

@@ -60,6 +60,8 @@ class JobState:
     status: dict[str, Any]
     deleting: bool = False
     generation: int = 0
+    #: The job commit (Hadoop's commitJob: ``_SUCCESS``, temporary data removed), once every task succeeded.
+    commit: TaskState = field(default_factory=lambda: TaskState("commit", 0))
 
     @classmethod
     def build(cls, body: dict[str, Any], attempts: Iterable[PodAttempt]) -> JobState:
@@ -68,12 +70,14 @@ class JobState:
         for kind, count in (("map", spec.maps), ("reduce", spec.reduces)):
             for i in range(count):
                 tasks[(kind, i)] = TaskState(kind, i)  # type: ignore[arg-type]
+        commit = TaskState("commit", 0)
         for attempt in attempts:
-            task = tasks.get((attempt.kind, attempt.index))
+            task = commit if attempt.kind == "commit" else tasks.get((attempt.kind, attempt.index))
             if task is not None:
                 task.attempts.append(attempt)
         meta = body["metadata"]
         return cls(
+            commit=commit,
             spec=spec,
             created=parse_time(meta.get("creationTimestamp")) or 0.0,
             tasks=tasks,
@@ -93,10 +97,14 @@ class JobState:
 
     def failed_task(self) -> TaskState | None:
         """The first task whose failures exceed the backoff limit, which fails the job."""
-        for task in self.tasks.values():
+        for task in self.every_task():
             if not task.succeeded and len(task.failures) > self.spec.backoff_limit:
                 return task
         return None
+
+    def every_task(self) -> list[TaskState]:
+        """Maps, reduces and the job commit: everything that runs as a pod."""
+        return [*self.tasks.values(), self.commit]
 
     def counters(self, kind: TaskType, now: float, base_s: float, max_s: float) -> dict[str, int]:
         tasks = self.of(kind)
@@ -118,7 +126,11 @@ class JobState:
         return not maps or self.maps_done() >= self.spec.reduce_slowstart * len(maps)
 
     def all_succeeded(self) -> bool:
+        """Every map and reduce (not the commit) succeeded."""
         return all(t.succeeded for t in self.tasks.values())
+
+    def needs_commit(self) -> bool:
+        return self.all_succeeded() and not self.commit.succeeded and not self.commit.live
 
     def first_start(self) -> float | None:
         starts = [a.created for t in self.tasks.values() for a in t.attempts]

@@ -153,7 +153,7 @@ class SchedulingLoop:
         policy = spec.policy or self.config.policy
         fatal = ""
         if not state.finished_phase:
-            for task in state.tasks.values():
+            for task in state.every_task():
                 for attempt in task.live:
                     lost = attempt.node is not None and (
                         attempt.node not in workers or not workers[attempt.node].ready
@@ -184,7 +184,7 @@ class SchedulingLoop:
             self.api.event(body, t.type, t.reason, t.message)
         self._announce_failures(body, state)
         if verdict.phase == "Failed":
-            for task in state.tasks.values():
+            for task in state.every_task():
                 for attempt in task.live:
                     self.api.delete_pod(spec.namespace, attempt.name)
                     stats.deleted += 1
@@ -199,7 +199,7 @@ class SchedulingLoop:
         return verdict.phase
 
     def _announce_failures(self, body: dict[str, Any], state: JobState) -> None:
-        for task in state.tasks.values():
+        for task in state.every_task():
             for attempt in task.failures:
                 key = f"{state.spec.uid}/{attempt.name}"
                 if key in self._seen_outcomes or self._first_round:
@@ -307,6 +307,7 @@ class SchedulingLoop:
                     )
                 )
             stats.placed[name] = len(placements)
+        creations += self._commits(active, usable, used, now)
         for created in self._pool.map(self._create, creations):
             stats.created += created
 
@@ -338,6 +339,41 @@ class SchedulingLoop:
             return False
         used[placement.node] = type(request)(cpu=cpu, memory_mb=mem)
         return True
+
+    def _commits(
+        self,
+        active: list[tuple[dict[str, Any], JobState]],
+        usable: dict[str, snap.NodeInfo],
+        used: dict[str, Any],
+        now: float,
+    ) -> list[dict[str, Any]]:
+        """The job-commit pod of each job whose tasks all succeeded: on the worker with the most free CPU (it
+        only renames and deletes), or left to kube-scheduler for kube-default jobs."""
+        pods = []
+        backoff = (self.config.backoff_base_s, self.config.backoff_max_s)
+        for _, state in active:
+            if not state.needs_commit() or state.commit.retry_at(*backoff) > now:
+                continue
+            spec, attempt = state.spec, state.commit.next_attempt
+            policy = spec.policy or self.config.policy
+            if policy == KUBE_DEFAULT:
+                why = Explanation(KUBE_DEFAULT, 0.0, "job commit, placed by kube-scheduler")
+                pods.append(task_pod(spec, "commit", 0, attempt, self.config, node=None, explanation=why))
+                continue
+            request = spec.reduce_resources
+            free = {
+                name: info.node.cores - (used[name].cpu if name in used else 0.0)
+                for name, info in usable.items()
+                if snap.tolerates(info.taints, spec.tolerations)
+                and all(info.labels.get(k) == v for k, v in spec.node_selector.items())
+            }
+            free = {n: cpu for n, cpu in free.items() if cpu >= request.cpu - 1e-9}
+            if not free:
+                continue  # every worker is full: the next round tries again
+            node = max(sorted(free), key=lambda n: free[n])
+            why = Explanation(policy, free[node], "job commit: the worker with the most free CPU")
+            pods.append(task_pod(spec, "commit", 0, attempt, self.config, node=node, explanation=why))
+        return pods
 
     def _unbound(self, jobs: list[tuple[JobState, Job]]) -> list[dict[str, Any]]:
         """kube-default: a pod per pending task, left to kube-scheduler (reduces after slow-start)."""
@@ -386,6 +422,7 @@ def _differs(old: dict[str, Any], new: dict[str, Any]) -> bool:
 
 
 def _outcome(job: Job, task: TaskState, attempt: PodAttempt, now: float) -> TaskOutcome:
+    assert task.kind != "commit", "the job commit is not a task the policies schedule"
     core_task = next(t for t in job.tasks(task.kind) if t.index == task.index)
     report = attempt.report
     return TaskOutcome(

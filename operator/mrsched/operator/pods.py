@@ -12,7 +12,8 @@ from mrsched.core.report import TaskReport
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobspec import API_GROUP, API_VERSION, KIND, JobSpec
 
-TaskType = Literal["map", "reduce"]
+#: ``commit`` is the job commit (the worker's ``commit-job``) that runs once every task has succeeded.
+TaskType = Literal["map", "reduce", "commit"]
 
 JOB_LABEL = "mrsched.dev/job"
 JOB_UID_LABEL = "mrsched.dev/job-uid"
@@ -28,8 +29,13 @@ FATAL_WAITING = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "Create
 
 
 def pod_name(job: str, kind: TaskType, index: int, attempt: int) -> str:
-    """Deterministic, so that a retried create of the same attempt is a harmless 409."""
+    """Deterministic, so that a retried create of the same attempt is a harmless 409 (``-c00000-`` is the job
+    commit)."""
     return f"{job}-{kind[0]}{index:05d}-a{attempt}"
+
+
+def worker_command(kind: TaskType) -> str:
+    return "commit-job" if kind == "commit" else kind
 
 
 def task_pod(
@@ -60,7 +66,7 @@ def task_pod(
         "image": spec.image or config.worker_image,
         "imagePullPolicy": config.image_pull_policy,
         "command": list(spec.command or config.worker_command),
-        "args": [kind],
+        "args": [worker_command(kind)],
         "env": [{"name": k, "value": v} for k, v in task_env(spec, kind, index, attempt, config).items()],
         "resources": {
             "requests": {"cpu": f"{int(resources.cpu * 1000)}m", "memory": f"{int(resources.memory_mb)}Mi"},
@@ -137,7 +143,7 @@ def task_env(
     """What the worker reads (``workers/README.md``); APP, TASK_TYPE and INPUT_* also drive the emulator."""
     env = {
         "MRSCHED_APP": spec.app,
-        "MRSCHED_TASK_TYPE": kind,
+        "MRSCHED_TASK_TYPE": worker_command(kind),
         "MRSCHED_TASK_INDEX": str(index),
         "MRSCHED_ATTEMPT": str(attempt),
         "MRSCHED_MAPS": str(spec.maps),
@@ -156,7 +162,7 @@ def task_env(
     if kind == "reduce":
         env["MRSCHED_WAIT_FOR_MAPS"] = "86400"  # reduces start at slow-start and wait for the last maps
     input_bytes = spec.map_input_bytes(index) if kind == "map" else spec.input_bytes // max(1, spec.reduces)
-    if input_bytes:
+    if input_bytes and kind != "commit":
         env["MRSCHED_INPUT_BYTES"] = str(input_bytes)
     for name, value in spec.parameters.items():
         env[f"MRSCHED_{_snake(name).upper()}"] = value
@@ -216,7 +222,7 @@ def read_attempt(pod: dict[str, Any]) -> PodAttempt | None:
         index, attempt = int(labels[INDEX_LABEL]), int(labels[ATTEMPT_LABEL])
     except (KeyError, ValueError):
         return None
-    if kind not in ("map", "reduce"):
+    if kind not in ("map", "reduce", "commit"):
         return None
     status = pod.get("status") or {}
     phase = status.get("phase", "Pending")

@@ -39,7 +39,9 @@ def decide(state: JobState, fatal: str = "") -> Verdict:
             f"last attempt {last.name} on {last.node}: exit {last.exit_code}: {why}",
         )
     if state.all_succeeded():
-        return Verdict("Succeeded", "AllTasksSucceeded", f"{len(state.tasks)} tasks succeeded")
+        if state.commit.succeeded:
+            return Verdict("Succeeded", "AllTasksSucceeded", f"{len(state.tasks)} tasks succeeded")
+        return Verdict("Running", "Committing", f"{len(state.tasks)} tasks succeeded; committing the output")
     if any(t.attempts for t in state.tasks.values()):
         return Verdict("Running")
     return Verdict("Pending", "Waiting", "waiting for the scheduler to place the first task")
