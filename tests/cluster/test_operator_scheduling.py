@@ -54,13 +54,13 @@ def wordcount(name: str, maps: int, mb_per_map: int, **extra: Any) -> dict[str, 
 
 
 def pi(name: str, maps: int, **extra: Any) -> dict[str, Any]:
+    extra.setdefault("resources", REQUESTS)
     return job_manifest(
         name,
         workload={"app": "pi", "parameters": {"samples": 1000}},
         output={"path": f"out/{name}"},
         maps=maps,
         reduces=1,
-        resources=REQUESTS,
         **extra,
     )
 
@@ -211,3 +211,26 @@ def test_the_same_job_mix_under_fair_and_under_the_real_kube_scheduler(
     jobs = {n: get_job(kube, namespace, n)["status"] for n in ("wc-fair", "wc-kube-default")}
     assert jobs["wc-fair"]["maps"] == jobs["wc-kube-default"]["maps"]
     print(f"makespan of the mix: {makespan}")
+
+
+def test_a_pod_kube_scheduler_cannot_place_is_explained_on_the_job(
+    kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess
+) -> None:
+    emulate({"small": 1})
+    too_big = {"map": {"cpu": "64", "memory": "256Mi"}, "reduce": {"cpu": "500m", "memory": "256Mi"}}
+    apply(kube, namespace, pi("greedy", maps=1, policy="kube-default", resources=too_big))
+
+    def warned() -> str | None:
+        events = kube.kubectl(
+            "get",
+            "events",
+            "-n",
+            namespace,
+            "--field-selector",
+            "involvedObject.name=greedy,reason=TaskUnschedulable",
+        ).stdout
+        return events if "greedy-m00000-a0" in events else None
+
+    events = wait_for(warned, 60, "a TaskUnschedulable event on the job", interval_s=1)
+    assert "Insufficient cpu" in events, events  # kube-scheduler's own words
+    assert get_job(kube, namespace, "greedy")["status"]["phase"] in ("Pending", "Running")

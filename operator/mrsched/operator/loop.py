@@ -69,6 +69,7 @@ class SchedulingLoop:
         self._known_jobs: set[str] = set()
         self._finished_jobs: set[str] = set()
         self._seen_outcomes: set[str] = set()
+        self._unschedulable: set[str] = set()  # pods whose kube-scheduler verdict was announced
         self._first_round = True
         self._pool = ThreadPoolExecutor(config.create_workers, thread_name_prefix="create")
         self.healthy_at = 0.0
@@ -163,6 +164,11 @@ class SchedulingLoop:
                         and attempt.started is None
                         and (now - attempt.created > self.config.pending_timeout_s)
                     )
+                    if attempt.unschedulable and attempt.name not in self._unschedulable:
+                        self._unschedulable.add(attempt.name)
+                        self.api.event(
+                            body, "Warning", "TaskUnschedulable", f"{attempt.name}: {attempt.message}"
+                        )
                     if attempt.fatal_waiting:
                         fatal = f"pod {attempt.name} cannot start: {attempt.reason}: {attempt.message}"
                     elif lost or stuck:

@@ -205,6 +205,10 @@ class PodAttempt:
         return self.phase == "Failed" and self.reason in REJECTIONS
 
     @property
+    def unschedulable(self) -> bool:
+        return self.phase == "Pending" and self.node is None and self.reason == "Unschedulable"
+
+    @property
     def fatal_waiting(self) -> bool:
         return self.phase == "Pending" and self.reason in FATAL_WAITING
 
@@ -243,6 +247,10 @@ def read_attempt(pod: dict[str, Any]) -> PodAttempt | None:
                 report = None
         elif (waiting := state.get("waiting")) is not None:
             reason, message = waiting.get("reason", reason), waiting.get("message", message)
+    for cond in status.get("conditions") or []:
+        # kube-scheduler could not place it (kube-default jobs): say why, in its own words.
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and not reason:
+            reason, message = cond.get("reason", ""), cond.get("message", "")
     if phase == "Failed" and finished is None:
         finished = _time(status.get("startTime")) or _time(meta.get("creationTimestamp"))
     return PodAttempt(
