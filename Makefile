@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test bench bench-speed bench-workers cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test bench bench-speed bench-workers bench-operator cluster-up cluster-down lock clean manifests
 
 all: test
 
@@ -53,6 +53,9 @@ bench-speed: venv  ## simulator events/s and Fair's scheduling-round latency
 
 bench-workers: venv  ## worker map throughput (MB/s) and peak memory on 8x the sort buffer
 	$(PY) bench/worker_throughput.py --out bench/results/worker-throughput.txt
+
+bench-operator: deps venv binaries  ## the operator's pods placed/s and round latency on 200 emulated nodes
+	$(PY) bench/operator_placement.py --out bench/results/operator-placement.txt
 
 cluster-up: deps venv binaries  ## a local cluster for kubectl: prints KUBECONFIG and the Prometheus URL
 	$(BIN)/mrsched cluster up

@@ -6,6 +6,7 @@ Responses are read whole (``_preload_content=False``) so that connections return
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import threading
@@ -25,9 +26,50 @@ MERGE_PATCH = "application/merge-patch+json"
 REQUEST_TIMEOUT_S = 30
 
 
+#: Responses at least this large (lists) are parsed with the cyclic garbage collector paused.
+_GC_PAUSE_BYTES = 64 * 1024
+
+
+class _GcPause:
+    """Pause the cyclic garbage collector while large responses are parsed, in any number of threads at once.
+
+    Parsing a list of 1,600 task pods (about 10 MB of small dicts and lists) allocates millions of container
+    objects; with the collector on, the collections those allocations trigger cost four times the parse itself
+    (measured: 0.55 s against 0.11 s, twice per round). Nothing parsed holds a cycle, so no garbage is missed:
+    the objects are collected as usual once the collector runs again. The collector is restored only by the
+    last parser to finish, and only if it was enabled when the first one began.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._restore = False
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._depth == 0:
+                self._restore = gc.isenabled()
+                gc.disable()
+            self._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._restore:
+                gc.enable()
+
+
+_gc_pause = _GcPause()
+
+
 def _json(resp: Any) -> dict[str, Any]:
     data = resp.data
-    return json.loads(data) if data else {}
+    if not data:
+        return {}
+    if len(data) < _GC_PAUSE_BYTES:
+        return json.loads(data)  # type: ignore[no-any-return]
+    with _gc_pause:
+        return json.loads(data)  # type: ignore[no-any-return]
 
 
 def _items(resp: Any) -> list[dict[str, Any]]:
@@ -35,8 +77,11 @@ def _items(resp: Any) -> list[dict[str, Any]]:
     return items
 
 
-def api_client(kubeconfig: Path | None = None, *, pool_size: int = 16) -> client.ApiClient:
-    """In-cluster credentials when running in a pod, else the kubeconfig (``$KUBECONFIG`` or the argument)."""
+def api_client(kubeconfig: Path | None = None, *, pool_size: int = 64) -> client.ApiClient:
+    """In-cluster credentials when running in a pod, else the kubeconfig (``$KUBECONFIG`` or the argument).
+
+    ``pool_size`` connections are kept for reuse (opened only as needed): at least the most parallel creates
+    (``create_workers`` <= 64), or the surplus ones would each pay a new TLS handshake."""
     cfg = client.Configuration()
     if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
         config.load_incluster_config(client_configuration=cfg)
@@ -108,13 +153,26 @@ class ClusterApi:
     # writes -------------------------------------------------------------------------------------------------
 
     def create_pod(self, pod: dict[str, Any]) -> bool:
-        """Create a task pod; False when it exists already (a retried create after a restart: done)."""
-        try:
-            _json(self.core.create_namespaced_pod(pod["metadata"]["namespace"], pod, _preload_content=False))
-        except ApiException as err:
-            if err.status == 409:
-                return False
-            raise
+        """Create a task pod; False when it exists already (a retried create after a restart: done).
+
+        The request ``create_namespaced_pod`` makes (same URL, headers, credentials and JSON body), sent without
+        the client's pydantic validation of the body into a V1Pod and its serialization back into a dict. That
+        round trip was a third of the client's CPU per pod, and with many create threads the client, not the API
+        server, set the pace (32 threads on 2 cores and 200 emulated nodes: 160 pods/s with it, 330 without).
+        """
+        method, url, headers, _, _ = self.api.param_serialize(
+            "POST",
+            "/api/v1/namespaces/{namespace}/pods",
+            path_params={"namespace": pod["metadata"]["namespace"]},
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        resp = self.api.call_api(method, url, header_params=headers, body=pod)
+        resp.read()  # whole, so that the connection goes back to the pool; the created pod is not needed
+        if resp.status == 409:
+            return False
+        if not 200 <= resp.status <= 299:
+            raise ApiException.from_response(http_resp=resp, body=None, data=None)
         return True
 
     def delete_pod(self, namespace: str, name: str, *, grace_s: int | None = None) -> None:
