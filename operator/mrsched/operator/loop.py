@@ -164,8 +164,8 @@ class SchedulingLoop:
                         and attempt.started is None
                         and (now - attempt.created > self.config.pending_timeout_s)
                     )
-                    if attempt.unschedulable and attempt.name not in self._unschedulable:
-                        self._unschedulable.add(attempt.name)
+                    if attempt.unschedulable and f"{spec.key}/{attempt.name}" not in self._unschedulable:
+                        self._unschedulable.add(f"{spec.key}/{attempt.name}")
                         self.api.event(
                             body, "Warning", "TaskUnschedulable", f"{attempt.name}: {attempt.message}"
                         )
@@ -334,9 +334,7 @@ class SchedulingLoop:
         """Allocatable, taints and the job's node selector, which the slot-based policies do not see."""
         info = usable[placement.node]
         request = spec.map_resources if placement.task.kind == "map" else spec.reduce_resources
-        if not snap.tolerates(info.taints, spec.tolerations) or any(
-            info.labels.get(k) != v for k, v in spec.node_selector.items()
-        ):
+        if not snap.admits(info, spec.tolerations, spec.node_selector):
             return False
         have = used.get(placement.node)
         cpu = (have.cpu if have else 0.0) + request.cpu
@@ -370,8 +368,7 @@ class SchedulingLoop:
             free = {
                 name: info.node.cores - (used[name].cpu if name in used else 0.0)
                 for name, info in usable.items()
-                if snap.tolerates(info.taints, spec.tolerations)
-                and all(info.labels.get(k) == v for k, v in spec.node_selector.items())
+                if snap.admits(info, spec.tolerations, spec.node_selector)
             }
             free = {n: cpu for n, cpu in free.items() if cpu >= request.cpu - 1e-9}
             if not free:

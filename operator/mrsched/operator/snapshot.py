@@ -76,6 +76,13 @@ def tolerates(taints: tuple[dict[str, Any], ...], tolerations: tuple[dict[str, A
     return True
 
 
+def admits(info: NodeInfo, tolerations: tuple[dict[str, Any], ...], node_selector: dict[str, str]) -> bool:
+    """The node's taints are tolerated and its labels match the job's node selector."""
+    return tolerates(info.taints, tolerations) and all(
+        info.labels.get(k) == v for k, v in node_selector.items()
+    )
+
+
 def core_job(state: JobState, now: float, backoff: tuple[float, float], existing: Job | None = None) -> Job:
     """The core's Job for a MapReduceJob, task flags from its pods.
 
