@@ -15,6 +15,7 @@ What it does, printing each step and the real kubectl output:
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -187,18 +188,24 @@ class Demo:
             time.sleep(0.5)
         raise RuntimeError(f"job {name} did not finish in {timeout_s:.0f} s")
 
-    def close(self) -> None:
+    def close(self, succeeded: bool) -> None:
         if self.operator is not None and self.operator.poll() is None:
             self.operator.terminate()
             self.operator.wait(timeout=30)
         if self.cluster is not None:
             self.cluster.down(self.tool)
             print("cluster torn down")
+        if succeeded:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        else:  # keep the operator's log and the data for a look
+            print(f"kept {self.workdir} (operator.log, data/)", file=sys.stderr)
 
 
 def run_demo(policy: str = "fair", crds: Path = REPO_CRDS) -> int:
     demo = Demo(policy, crds)
+    code = 1
     try:
-        return demo.run()
+        code = demo.run()
+        return code
     finally:
-        demo.close()
+        demo.close(succeeded=code == 0)
