@@ -119,8 +119,8 @@ class TimedApi(ClusterApi):
     def list_task_pods(self) -> list[dict[str, Any]]:
         return self._timed("read", super().list_task_pods)  # type: ignore[no-any-return]
 
-    def list_pods_on(self) -> list[dict[str, Any]]:
-        return self._timed("read", super().list_pods_on)  # type: ignore[no-any-return]
+    def list_other_pods_on(self) -> list[dict[str, Any]]:
+        return self._timed("read", super().list_other_pods_on)  # type: ignore[no-any-return]
 
     def list_jobs(self) -> list[dict[str, Any]]:
         return self._timed("read", super().list_jobs)  # type: ignore[no-any-return]
@@ -628,7 +628,7 @@ def format_report(
     lines += [
         "",
         "## Round duration, ms: p50 p95 max; then the mean split of a round, ms: reads = list nodes, task pods, "
-        "jobs, pods on nodes;",
+        "jobs, other pods on nodes;",
         "## policy = schedule_round; status = job status patches and Events; creates = decision -> last create "
         "answered; rest = parsing and state",
         f"{'run':<15} {'rounds':<18} {'n':>3} {'p50':>8} {'p95':>8} {'max':>8}   {'reads':>6} {'policy':>6} "
@@ -696,9 +696,9 @@ def format_report(
         f"{args.nodes} pods a round,",
         "#   so its rate is nodes / round duration, and the operator's own heartbeat (1 s) caps it further; "
         "assignMultiple fills every slot.",
-        "# - Idle rounds re-list every task pod twice (task pods, then every bound pod for allocatable): with "
-        f"{slots} running pods",
-        "#   that is the bulk of a heartbeat's cost, on the API server as much as in the loop.",
+        "# - Idle rounds list every task pod once (allocatable adds the other tenants' bound pods, listed apart): "
+        f"with {slots} running pods",
+        "#   that list is the bulk of a heartbeat's cost, on the API server as much as in the loop.",
     ]
     return "\n".join(lines)
 

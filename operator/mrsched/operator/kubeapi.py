@@ -120,14 +120,22 @@ class ClusterApi:
             p for ns in self.namespaces for p in _json(self.core.list_namespaced_pod(ns, **kwargs))["items"]
         ]
 
-    def list_pods_on(self) -> list[dict[str, Any]]:
-        """Every bound, unfinished pod: what takes node capacity, ours or not."""
-        selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
-        return _items(
-            self.core.list_pod_for_all_namespaces(
-                field_selector=selector, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
-            )
-        )
+    def list_other_pods_on(self) -> list[dict[str, Any]]:
+        """Every bound, unfinished pod that :meth:`list_task_pods` does not return: with those, what takes node
+        capacity. Leaving our own task pods out keeps a heartbeat to one list of them, not two."""
+        kwargs: dict[str, Any] = {
+            "field_selector": "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
+            "_request_timeout": REQUEST_TIMEOUT_S,
+            "_preload_content": False,
+        }
+        if not self.namespaces:
+            return _items(self.core.list_pod_for_all_namespaces(label_selector=f"!{JOB_LABEL}", **kwargs))
+        return [
+            pod
+            for pod in _items(self.core.list_pod_for_all_namespaces(**kwargs))
+            if JOB_LABEL not in (pod["metadata"].get("labels") or {})
+            or pod["metadata"]["namespace"] not in self.namespaces
+        ]
 
     def list_jobs(self) -> list[dict[str, Any]]:
         if not self.namespaces:

@@ -129,7 +129,7 @@ class SchedulingLoop:
         for phase in ("Pending", "Running", "Succeeded", "Failed"):
             self.metrics.jobs.labels(phase).set(phases.get(phase, 0))
         self._learn(states, now)
-        self._place(active, usable, now, stats)
+        self._place(active, usable, list(pods_by_name.values()), now, stats)
         self._first_round = False
         stats.seconds = time.monotonic() - started
         self.metrics.loop_seconds.observe(stats.seconds)
@@ -269,6 +269,7 @@ class SchedulingLoop:
         self,
         active: list[tuple[dict[str, Any], JobState]],
         usable: dict[str, snap.NodeInfo],
+        task_pods: list[dict[str, Any]],
         now: float,
         stats: RoundStats,
     ) -> None:
@@ -280,7 +281,7 @@ class SchedulingLoop:
         for _, state in active:
             by_policy[state.spec.policy or self.config.policy].append((state, self._core_job(state, now)))
         specs = {state.spec.uid: state.spec for _, state in active}
-        used = snap.requested(self.api.list_pods_on()) if usable else {}
+        used = snap.requested([*self.api.list_other_pods_on(), *task_pods]) if usable else {}
         creations: list[dict[str, Any]] = []
         nodes: dict[str, Node] = {name: info.node for name, info in usable.items()}
         for name in sorted(by_policy, key=lambda n: n == KUBE_DEFAULT):

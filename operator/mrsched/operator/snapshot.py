@@ -167,11 +167,11 @@ def build(
 
 
 def requested(pods: list[dict[str, Any]]) -> dict[str, Resources]:
-    """CPU and memory requested on each node by its unfinished pods (ours or not)."""
+    """CPU and memory requested on each node by its bound, unfinished pods (ours or not)."""
     used: dict[str, list[float]] = {}
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
-        if not node:
+        if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         acc = used.setdefault(node, [0.0, 0.0])
         for container in (pod.get("spec") or {}).get("containers") or []:
