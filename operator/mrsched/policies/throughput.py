@@ -1,0 +1,540 @@
+"""ThroughputScheduler (seed 002, Gupta thesis ch.3): heterogeneity-aware map placement with profiles learned online.
+
+The thesis' model (Eq 3.2): a map task of application i takes ``T = θc/κc + θd/κd + Ω`` on machine j, where
+κ = (κc, κd) are the machine's CPU and disk *rates* (reference machine κ = (1, 1)) and Ω its per-task start-up
+overhead. The policy has three parts:
+
+* **Machine capabilities** κ, Ω (and the noise σ) come from offline probe jobs (P3-A, Eq 3.3-3.5, Table 3.1):
+  :func:`estimate_capabilities` turns probe durations into κc, κd, Ω, σ. The thesis measures them once, offline;
+  it never estimates κ from production tasks (with θ unknown, one task's time cannot separate θ from κ), so
+  neither does this policy. **Probe runs are future work** in the operator and the simulator: they would run
+  the unit map task and the J^1/J^η pairs (zero reducers, replication 1) on every node, feed the durations to
+  :func:`estimate_capabilities` and hand the result to this policy as its ``capabilities`` option (keyed by
+  node name or node class). Until then the option is written by hand (e.g. Table 3.1), and a node without
+  capabilities is served in FIFO order (Hadoop's default, the thesis' baseline).
+* **Explore** (§3.2.1): each application's θ = (θc, θd) gets a Gaussian posterior, updated in closed form from
+  every finished map's duration minus Ω (Eq 3.10-3.24, information form; :func:`bayes_update`,
+  :func:`posterior_mean`). While the posterior is not yet tight, the app's tasks go to the machines that
+  maximise the expected information gain (Eq 3.31/3.33; :func:`explore_gains`): the machines whose κc/κd
+  ratios differ most from those already used. Because the covariance does not depend on the observed times
+  (Eq 3.22), tasks still running count as planned experiments. The app switches to exploit once
+  ``det Σ < 0.007`` (:func:`explore_finished`).
+* **Exploit** (§3.2.2): Alg 3.2.1 keeps Hadoop's locality tiers (node-local, rack-local, off-switch) and breaks
+  ties within the best tier by SelectBestApplication (Alg 3.2.2, :func:`application_score`): the argmin of
+  ``norm(θc)/norm(κc) + norm(θd)/norm(κd)``.
+
+Where the thesis is silent (digest gupta-thesis.md §3.1.7, [R]): an exploring app's task launches on a node
+that is among its design's argmax machines (oldest app first); otherwise Alg 3.2.1 runs over the learned apps;
+if none of them has a pending map, an exploring app's task runs anyway (production never stops) and still
+teaches its posterior. Reduces are handed out as by Hadoop 1's FIFO (the thesis schedules maps only). Slot
+counts are never changed.
+
+Determinant convention (digest I3-1): Eq 3.22 reads ``Σ⁻¹ = [[a20, a11/2], [a11/2, a02]]``, half the true
+precision, so the thesis' ``|Σ|`` is 4 × the true determinant; its threshold 0.007 was set in that convention,
+which is the default here (``detConvention: thesis``); ``true`` uses the true posterior determinant. The
+posterior itself (mean and covariance) is always the true one.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field
+
+from mrsched.core.locality import LEVEL_RANK
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement, Task, TaskOutcome
+from mrsched.core.policy import PolicyConfig, register
+from mrsched.policies.fifo import fifo_order
+from mrsched.policies.slots import SlotPolicy
+
+Vector = NDArray[np.float64]
+Matrix = NDArray[np.float64]
+DetConvention = Literal["thesis", "true"]
+
+#: The thesis' stopping threshold on |Σθ| (§3.2.1, "we sample tasks until ... |Σ| < 0.007").
+THESIS_DET_THRESHOLD = 0.007
+_SINGULAR = 1e-12  # relative: det Λ below this × Λ11·Λ22 means parallel tubes (Eq 3.16/3.20: Δ = 0)
+
+
+# --- machine capabilities (offline probes, P3-A) -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One machine's probed parameters (Table 3.1): rates κc, κd, overhead Ω (s) and observation noise σ (s)."""
+
+    kappa_c: float
+    kappa_d: float
+    omega_s: float
+    sigma_s: float = 1.0
+
+    def features(self) -> Vector:
+        """The observation's linear map a = (1/κc, 1/κd): E[T − Ω] = a·θ (Eq 3.2, 3.11)."""
+        return np.array([1.0 / self.kappa_c, 1.0 / self.kappa_d])
+
+    @property
+    def weight(self) -> float:
+        """Precision of one observation, 1/σ² (Eq 3.12)."""
+        return 1.0 / (self.sigma_s * self.sigma_s)
+
+
+def estimate_overhead(unit_times: Sequence[float]) -> float:
+    """Ω^j: the mean duration of the unit map task (empty map, no HDFS I/O, θ = (0, 0)) on machine j (P3-A step 2,
+    Eq 3.2 with θ = 0)."""
+    if not unit_times:
+        raise ValueError("no unit-task durations")
+    return statistics.fmean(unit_times)
+
+
+def estimate_rates(
+    base: Mapping[str, float], scaled: Mapping[str, float], eta: float, reference: str
+) -> tuple[dict[str, float], float]:
+    """One resource's rates from a probe pair (Eq 3.3-3.5).
+
+    ``base`` holds each machine's mean map time of J^1 = ⟨θc, θd⟩ (Eq 3.3), ``scaled`` that of J^η, which repeats
+    the resource's work η times (Eq 3.4). The other resource's term and Ω cancel in the difference, so
+    ``κ^j = θ(η − 1) / (T^{η,j} − T^{1,j})`` (Eq 3.5). Setting κ = 1 on the reference machine fixes the unit:
+    ``θ = (T^{η,ref} − T^{1,ref}) / (η − 1)``. Returns (κ per machine, θ of the probe in reference seconds).
+    The thesis derives κc so; for κd it says only "similarly" (digest P3-A step 6: scale the disk work by η).
+    """
+    if eta <= 1:
+        raise ValueError("the work multiplier η must exceed 1")
+    theta = (scaled[reference] - base[reference]) / (eta - 1.0)
+    if theta <= 0:
+        raise ValueError("the scaled probe must take longer than the base probe on the reference machine")
+    rates = {}
+    for machine, t1 in base.items():
+        delta = scaled[machine] - t1
+        if delta <= 0:
+            raise ValueError(f"machine {machine}: the scaled probe did not take longer than the base probe")
+        rates[machine] = theta * (eta - 1.0) / delta
+    return rates, theta
+
+
+def estimate_sigma(times: Sequence[float]) -> float:
+    """σ^j: sample standard deviation of repeated probe durations on machine j. The thesis says σ^j is "learned
+    along with the machine capabilities" without the method (digest P3-A step 7, [R])."""
+    return statistics.stdev(times) if len(times) > 1 else 0.0
+
+
+def estimate_capabilities(
+    unit_times: Mapping[str, Sequence[float]],
+    cpu_pair: tuple[Mapping[str, float], Mapping[str, float]],
+    disk_pair: tuple[Mapping[str, float], Mapping[str, float]],
+    eta: float,
+    reference: str,
+    sigma_s: Mapping[str, float] | None = None,
+    default_sigma_s: float = 1.0,
+) -> dict[str, Capability]:
+    """Table 3.1 from probe durations (P3-A): Ω from the unit task, κc from the CPU pair ⟨θc,θd⟩/⟨ηθc,θd⟩ and κd
+    from the disk pair ⟨θc,θd⟩/⟨θc,ηθd⟩ (Eq 3.3-3.5), σ given (e.g. :func:`estimate_sigma`) or a default."""
+    kappa_c, _ = estimate_rates(cpu_pair[0], cpu_pair[1], eta, reference)
+    kappa_d, _ = estimate_rates(disk_pair[0], disk_pair[1], eta, reference)
+    sigma_s = sigma_s or {}
+    return {
+        m: Capability(
+            kappa_c[m], kappa_d[m], estimate_overhead(unit_times[m]), sigma_s.get(m, default_sigma_s)
+        )
+        for m in kappa_c
+    }
+
+
+# --- the Bayesian posterior over θ (Eq 3.10-3.24) -------------------------------------------------------------
+
+
+def bayes_update(precision: Matrix, h: Vector, cap: Capability, y: float) -> tuple[Matrix, Vector]:
+    """Multiply the posterior by one observation's Gaussian tube (Eq 3.17, 3.18, 3.23).
+
+    The posterior's exponent is the conic ``a20θc² + a11θcθd + a02θd² + a10θc + a01θd + a00`` (Eq 3.13), summed
+    over observations ``(y − θc/κc − θd/κd)²/(2σ²)`` with ``y = T − Ω`` (Eq 3.11, 3.19, 3.24 with σ² where the
+    print has σ, digest I3-2). Kept in information form: ``Λ = [[2a20, a11], [a11, 2a02]]`` (the true precision)
+    and ``h = −(a10, a01)``, so ``Λ ← Λ + a aᵀ/σ²`` and ``h ← h + y a/σ²`` with ``a = (1/κc, 1/κd)``. Starting
+    from Λ = 0, h = 0 is the thesis' uninformative prior (Eq 3.17).
+    """
+    a = cap.features()
+    w = cap.weight
+    return precision + w * np.outer(a, a), h + w * y * a
+
+
+def conic_coefficients(precision: Matrix, h: Vector) -> tuple[float, float, float, float, float]:
+    """(a20, a11, a02, a10, a01) of Eq 3.13 for the posterior's exponent (a00 does not matter)."""
+    return (
+        float(precision[0, 0]) / 2.0,
+        float(precision[0, 1]),
+        float(precision[1, 1]) / 2.0,
+        -float(h[0]),
+        -float(h[1]),
+    )
+
+
+def is_proper(precision: Matrix) -> bool:
+    """The posterior is an ellipse (a proper bivariate Gaussian), not a tube: Δ = a11² − 4a20a02 < 0 (Eq 3.14,
+    3.20). Observations only on machines with equal κc/κd ratios keep Δ = 0 (Eq 3.16)."""
+    det = float(np.linalg.det(precision))
+    return det > _SINGULAR * max(float(precision[0, 0] * precision[1, 1]), 1e-300)
+
+
+def posterior_mean(precision: Matrix, h: Vector) -> Vector | None:
+    """μθ read off the conic (Eq 3.21); None while the posterior is still a tube (fewer than two ratio classes)."""
+    if not is_proper(precision):
+        return None
+    a20, a11, a02, a10, a01 = conic_coefficients(precision, h)
+    denominator = 4.0 * a20 * a02 - a11 * a11
+    return np.array(
+        [(a11 * a01 - 2.0 * a02 * a10) / denominator, (a11 * a10 - 2.0 * a20 * a01) / denominator]
+    )
+
+
+def posterior_covariance(precision: Matrix) -> Matrix | None:
+    """The true posterior covariance Λ⁻¹ (Eq 3.22 prints half the precision, digest I3-1); None for a tube."""
+    return np.asarray(np.linalg.inv(precision), dtype=np.float64) if is_proper(precision) else None
+
+
+def covariance_det(precision: Matrix, convention: DetConvention = "thesis") -> float:
+    """|Σθ| for the stopping rule: ``thesis`` = 1/det(Eq 3.22's Σ⁻¹) = 4/det Λ (as Eq 3.30, |Σ|⁻¹ = −Δ/4);
+    ``true`` = 1/det Λ. Infinite while the posterior is a tube (§3.2.1, "First Experiment")."""
+    if not is_proper(precision):
+        return math.inf
+    det = float(np.linalg.det(precision))
+    return (4.0 if convention == "thesis" else 1.0) / det
+
+
+def explore_finished(
+    precision: Matrix, threshold: float = THESIS_DET_THRESHOLD, convention: DetConvention = "thesis"
+) -> bool:
+    """The switch from explore to exploit: |Σθ| < 0.007 (§3.2.1, Table 3.2)."""
+    return covariance_det(precision, convention) < threshold
+
+
+def discriminant(j: Capability, k: Capability) -> float:
+    """Δ of the posterior after one observation on j and one on k (Eq 3.20):
+    ``−(1/(σjσk)²)·(1/(κc^j κd^k) − 1/(κd^j κc^k))²``; negative iff the κc/κd ratios differ."""
+    cross = 1.0 / (j.kappa_c * k.kappa_d) - 1.0 / (j.kappa_d * k.kappa_c)
+    return -(cross * cross) / (j.sigma_s * k.sigma_s) ** 2
+
+
+def explore_gains(history_precision: Matrix, candidates: Mapping[str, Capability]) -> dict[str, float]:
+    """How much each candidate machine's next observation would tighten the posterior (Eq 3.31-3.33, P3-B).
+
+    Minimising the posterior entropy (Eq 3.28) maximises det Λ, and by Eq 3.33 det Λ is a sum over pairs of
+    observations of ``(1/(σjσk)²)(1/(κc^j κd^k) − 1/(κd^j κc^k))²``. Adding machine m adds
+    ``gain(m) = Σ_o (1/σm²)(1/σo²)(a_m × a_o)² = (1/σm²)·vᵀΛv`` with ``v = (a_m2, −a_m1)`` and Λ the precision of
+    the observations so far (planned ones included: Λ does not depend on the times, Eq 3.22).
+    """
+    gains = {}
+    for name, cap in candidates.items():
+        a = cap.features()
+        v = np.array([a[1], -a[0]])
+        gains[name] = cap.weight * float(v @ history_precision @ v)
+    return gains
+
+
+def explore_machines(history_precision: Matrix, candidates: Mapping[str, Capability]) -> set[str]:
+    """The argmax machines of :func:`explore_gains` (ties kept: identical machines tie). With no observation yet
+    every gain is 0 and any machine will do (§3.2.1, "First Experiment")."""
+    gains = explore_gains(history_precision, candidates)
+    if not gains:
+        return set()
+    best = max(gains.values())
+    return {name for name, g in gains.items() if g >= best * (1.0 - 1e-9)}
+
+
+# --- exploit: SelectBestApplication (Alg 3.2.2) -------------------------------------------------------------
+
+
+def application_score(mean: Vector, node: Capability, total_kappa_c: float, total_kappa_d: float) -> float:
+    """Alg 3.2.2's score of an app on a node: ``norm(θc)/norm(κc) + norm(θd)/norm(κd)``, with θ normalised over
+    resources (the app's share of its own need) and κ over the cluster's machines (this machine's share of the
+    cluster's capability). Negative means are clipped to 0 (the thesis truncates θ ≥ 0, digest I3-4)."""
+    theta = np.clip(mean, 0.0, None)
+    total = float(theta.sum())
+    share = theta / total if total > 0 else np.array([0.5, 0.5])
+    return float(share[0] / (node.kappa_c / total_kappa_c) + share[1] / (node.kappa_d / total_kappa_d))
+
+
+# --- the policy -----------------------------------------------------------------------------------------------
+
+
+class CapabilityOption(BaseModel):
+    """A node's (or node class's) probe results, Table 3.1's row plus the noise σ."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    kappa_c: float = Field(alias="kappaC", gt=0)
+    kappa_d: float = Field(alias="kappaD", gt=0)
+    omega_s: float = Field(0.0, alias="omegaS", ge=0)
+    sigma_s: float = Field(1.0, alias="sigmaS", gt=0)
+
+
+class ProfileOption(BaseModel):
+    """An app's known profile (e.g. Table 3.2), which skips its explore phase."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    theta_c: float = Field(alias="thetaC", ge=0)
+    theta_d: float = Field(alias="thetaD", ge=0)
+
+
+class ThroughputConfig(PolicyConfig):
+    #: Probe results by node name or node class (node name wins). Nodes without any are served FIFO.
+    capabilities: dict[str, CapabilityOption] = Field(default_factory=dict)
+    #: Profiles known in advance by app (digest §3.2: the homogeneous runs of Table 3.5 cannot learn θ).
+    profiles: dict[str, ProfileOption] = Field(default_factory=dict)
+    det_threshold: float = Field(THESIS_DET_THRESHOLD, alias="detThreshold", gt=0)
+    det_convention: DetConvention = Field("thesis", alias="detConvention")
+    #: Digest I3-5 (b): stop exploring after this many observations even above the threshold (once proper).
+    max_explore_tasks: int | None = Field(None, alias="maxExploreTasks", ge=2)
+
+
+@dataclass
+class _Profile:
+    precision: Matrix
+    h: Vector
+    observations: int = 0
+    known: Vector | None = None  # a configured profile
+
+
+@register
+class Throughput(SlotPolicy):
+    name = "throughput"
+    Config = ThroughputConfig
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.cfg: ThroughputConfig = self.config  # type: ignore[assignment]
+        self._profiles: dict[str, _Profile] = {}
+        self._planned: dict[
+            str, tuple[str, str]
+        ] = {}  # running map's key -> (app, node): planned experiments
+        self._apps: dict[str, str] = {}  # job id -> app
+        self._node_classes: dict[str, str] = {}
+        for app, p in self.cfg.profiles.items():
+            self._profile(app).known = np.array([p.theta_c, p.theta_d])
+
+    # --- knowledge ----------------------------------------------------------------------------------------
+
+    def capability(self, snapshot: ClusterSnapshot, node: str) -> Capability | None:
+        """The node's probe results, configured by its name or else by its class."""
+        return self._capability_of(node, snapshot.nodes[node].node_class)
+
+    def _capability_of(self, node: str, node_class: str) -> Capability | None:
+        option = self.cfg.capabilities.get(node)
+        if option is None and node_class:
+            option = self.cfg.capabilities.get(node_class)
+        if option is None:
+            return None
+        return Capability(option.kappa_c, option.kappa_d, option.omega_s, option.sigma_s)
+
+    def _profile(self, app: str) -> _Profile:
+        profile = self._profiles.get(app)
+        if profile is None:
+            profile = self._profiles[app] = _Profile(np.zeros((2, 2)), np.zeros(2))
+        return profile
+
+    def mean(self, app: str) -> Vector | None:
+        profile = self._profile(app)
+        if profile.known is not None:
+            return profile.known
+        return posterior_mean(profile.precision, profile.h)
+
+    def learned(self, app: str) -> bool:
+        profile = self._profile(app)
+        if profile.known is not None:
+            return True
+        if explore_finished(profile.precision, self.cfg.det_threshold, self.cfg.det_convention):
+            return True
+        cap = self.cfg.max_explore_tasks
+        return cap is not None and profile.observations >= cap and is_proper(profile.precision)
+
+    def _design_precision(self, app: str, snapshot: ClusterSnapshot) -> Matrix:
+        """The precision of the app's finished observations plus its running explore tasks (planned experiments)."""
+        precision = self._profile(app).precision.copy()
+        for planned_app, node in self._planned.values():
+            cap = self.capability(snapshot, node) if node in snapshot.nodes else None
+            if planned_app == app and cap is not None:
+                a = cap.features()
+                precision += cap.weight * np.outer(a, a)
+        return precision
+
+    # --- scheduling ---------------------------------------------------------------------------------------
+
+    def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
+        self._remember(snapshot)
+        placements: list[Placement] = []
+        for _ in range(max(0, snapshot.free_slots(node, "map"))):
+            placed = self._assign_map(snapshot, node)
+            if placed is None:
+                break
+            placements.append(placed)
+        placements += self.one_reduce(
+            snapshot, node, fifo_order(snapshot.jobs), "first job in submission order"
+        )
+        return placements
+
+    def _launch(
+        self,
+        snapshot: ClusterSnapshot,
+        task: Task,
+        node: str,
+        reason: str,
+        score: float,
+        runner_up: str | None,
+    ) -> Placement:
+        placement = Placement(task, node, Explanation(self.name, score, reason, runner_up))
+        snapshot.commit(placement)
+        return placement
+
+    def _assign_map(self, snapshot: ClusterSnapshot, node: str) -> Placement | None:
+        jobs = [j for j in fifo_order(snapshot.jobs) if j.finished_maps + j.running_maps < len(j.maps)]
+        if not jobs:
+            return None
+        cap = self.capability(snapshot, node)
+        if cap is None:
+            for job in jobs:
+                found = self.pick_map(job, snapshot, node)
+                if found is not None:
+                    reason = (
+                        f"no probed capability for {node}: first job in submission order; {found[1]}-local"
+                    )
+                    return self._explore_launch(snapshot, job, found[0], node, reason, 0.0)
+            return None
+        exploring = [j for j in jobs if not self.learned(j.app)]
+        learned = [j for j in jobs if self.learned(j.app)]
+        # Explore: an unlearned app's task goes here if this node maximises its information gain (Eq 3.31/3.33).
+        candidates = self._candidates(snapshot)
+        for job in exploring:
+            design = self._design_precision(job.app, snapshot)
+            if node not in explore_machines(design, candidates):
+                continue
+            found = self.pick_map(job, snapshot, node)
+            if found is not None:
+                gain = explore_gains(design, {node: cap})[node]
+                reason = (
+                    f"explore {job.app}: {node} maximises the information gain about θ (Eq 3.33); "
+                    f"{found[1]}-local"
+                )
+                return self._explore_launch(snapshot, job, found[0], node, reason, gain)
+        # Exploit: Alg 3.2.1 over the learned apps, SelectBestApplication within the best locality tier.
+        placed = self._exploit(snapshot, node, cap, learned, candidates)
+        if placed is not None:
+            return placed
+        # Production never stops: run an exploring app's task anyway, and learn from it.
+        for job in exploring:
+            found = self.pick_map(job, snapshot, node)
+            if found is not None:
+                reason = f"explore {job.app}: no learned app has a pending map; {found[1]}-local"
+                return self._explore_launch(snapshot, job, found[0], node, reason, 0.0)
+        return None
+
+    def _candidates(self, snapshot: ClusterSnapshot) -> dict[str, Capability]:
+        out = {}
+        for name, n in snapshot.nodes.items():
+            cap = self.capability(snapshot, name)
+            if cap is not None and n.map_slots > 0:
+                out[name] = cap
+        return out
+
+    def _explore_launch(
+        self, snapshot: ClusterSnapshot, job: Job, task: Task, node: str, reason: str, score: float
+    ) -> Placement:
+        if not self.learned(job.app):
+            self._planned[task.key] = (job.app, node)
+        return self._launch(snapshot, task, node, reason, score, None)
+
+    def _exploit(
+        self,
+        snapshot: ClusterSnapshot,
+        node: str,
+        cap: Capability,
+        learned: list[Job],
+        candidates: Mapping[str, Capability],
+    ) -> Placement | None:
+        tiers: dict[int, list[tuple[Job, Task, str]]] = {}
+        for job in learned:
+            found = self.pick_map(job, snapshot, node)
+            if found is not None:
+                tiers.setdefault(LEVEL_RANK[found[1]], []).append((job, found[0], found[1]))
+        if not tiers:
+            return None
+        tier = tiers[min(tiers)]
+        total_c = sum(c.kappa_c for c in candidates.values())
+        total_d = sum(c.kappa_d for c in candidates.values())
+        scored = []
+        for order, (job, task, level) in enumerate(tier):
+            mean = self.mean(job.app)
+            assert mean is not None  # learned apps have a proper posterior or a known profile
+            scored.append((application_score(mean, cap, total_c, total_d), order, job, task, level))
+        scored.sort(key=lambda s: (s[0], s[1]))  # ties: FIFO order
+        score, _, job, task, level = scored[0]
+        runner_up = f"{scored[1][2].id} (score {scored[1][0]:.3f})" if len(scored) > 1 else None
+        theta = self.mean(job.app)
+        assert theta is not None
+        reason = (
+            f"best match for {node} among {level}-local apps (Alg 3.2.2): "
+            f"{job.app} θ≈({theta[0]:.2f}, {theta[1]:.2f})"
+        )
+        return self._launch(snapshot, task, node, reason, score, runner_up)
+
+    # --- learning -------------------------------------------------------------------------------------------
+
+    def on_task_finished(self, outcome: TaskOutcome) -> None:
+        super().on_task_finished(outcome)
+        task = outcome.task
+        self._planned.pop(task.key, None)
+        if task.kind != "map" or not outcome.succeeded:
+            return
+        cap = self._capability_of(outcome.node, self._node_classes.get(outcome.node, ""))
+        app = self._apps.get(task.job_id)
+        if cap is None or app is None:
+            return
+        profile = self._profile(app)
+        # Every finished map of the app, explore or exploit, updates its posterior (digest §3.1.7 step 3).
+        profile.precision, profile.h = bayes_update(
+            profile.precision, profile.h, cap, outcome.duration_s - cap.omega_s
+        )
+        profile.observations += 1
+
+    def _remember(self, snapshot: ClusterSnapshot) -> None:
+        """An outcome carries no snapshot: remember each job's app and each node's class when they are seen."""
+        for job in snapshot.jobs:
+            self._apps.setdefault(job.id, job.app)
+        if len(self._node_classes) != len(snapshot.nodes):
+            self._node_classes = {name: n.node_class for name, n in snapshot.nodes.items()}
+
+    def on_job_submitted(self, job: Job, now: float) -> None:
+        self._apps[job.id] = job.app
+
+    def on_job_finished(self, job: Job, now: float) -> None:
+        super().on_job_finished(job, now)
+        self._apps.pop(job.id, None)
+        prefix = f"{job.id}/"
+        for key in [k for k in self._planned if k.startswith(prefix)]:
+            del self._planned[key]
+
+    def on_task_requeued(self, task: Task) -> None:
+        super().on_task_requeued(task)
+        self._planned.pop(task.key, None)
+
+    def state(self) -> dict[str, Any]:
+        """Each app's posterior in information form (Λ, h) and its observation count."""
+        return {
+            "apps": {
+                app: {
+                    "precision": p.precision.tolist(),
+                    "h": p.h.tolist(),
+                    "observations": p.observations,
+                }
+                for app, p in self._profiles.items()
+            }
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        for app, saved in state.get("apps", {}).items():
+            profile = self._profile(app)
+            profile.precision = np.array(saved["precision"], dtype=float).reshape(2, 2)
+            profile.h = np.array(saved["h"], dtype=float).reshape(2)
+            profile.observations = int(saved.get("observations", 0))
