@@ -1,0 +1,609 @@
+"""DARA, the Dynamically Adapting Resource-Aware scheduler (seed 002, Gupta thesis, chapter 4).
+
+DARA sets, per node, how many map containers each running application gets, so that the node's predicted
+throughput is greatest, and then fills each node towards that mix.
+
+* Throughput (Eq 4.2-4.11): work is map tasks weighted by their size λ_j (unloaded time), so the predicted
+  throughput of a container vector x on one node is Σ_j λ_j x_j / t_j (Eq 4.9, per node Eq 4.16).
+* Loads: R_c^j = c^j/(c^j+d^j), R_d^j = d^j/(c^j+d^j) (§4.2.2), with c in CPU-seconds and d in MB read+written
+  (the tables' units, digest §4.1.3); L_c = Σ_j R_c^j x_j, L_d = Σ_j R_d^j x_j over **all** containers of
+  the candidate vector (I4-2).
+* Load-dynamic model (Eq 4.12): t_j = λ_j + c_j α_c L_c² + d_j α_d L_d². α_c, α_d belong to a node class (the
+  thesis fits them per machine, offline); λ_j is shared by every node (I4-3).
+* Per-node exhaustive search (Eq 4.14-4.16, COMPUTE_OPTIMAL_ASSIGNMENT) over integer vectors with
+  Σ_j mem_j x_j < node memory (strict, as the thesis states).
+* ADD_APPLICATION (Alg 4.3.1) when an application's first map task has been measured, REMOVE_APPLICATION
+  (Alg 4.3.2) when it leaves; both recompute x* for every node.
+* DARA_SCHEDULE (Alg 4.3.3): locality tiers local, rack, off-switch; inside the first tier that has an
+  application with a positive deficit, BEST_APP_TO_ADD (Alg 4.3.4) picks argmax_A (x*_A − x_A). Running
+  tasks are never preempted.
+
+Readings and approximations (the thesis is silent or the simulator differs):
+
+* α's are learned **online** from task outcomes instead of offline training runs: every successful map this
+  policy placed gives one observation (its duration, the time-averaged number of map containers of each
+  application on its node during its life, including itself). λ_j (one per application) and α_c, α_d (one
+  pair per node class) are fitted jointly by least squares (Eq 4.12 is linear in them), constrained ≥ 0 by
+  dropping negative coefficients and refitting. This also gives λ_j online (I4-7): with one observation
+  of a new application, λ_j is its duration minus the fitted load term, i.e. normalised to an unloaded node.
+* A node class's model counts as fitted once it holds ``minObservations`` observations spread over at least
+  ``minLoadSpread`` containers of load (otherwise λ and α are confounded). **Until then DARA behaves like
+  the Fair scheduler** with Hadoop 1 defaults (fewest running maps first, one map per heartbeat up to the
+  node's map slots, best locality first). The thesis's own fallback (ThroughputScheduler when OS counters
+  are missing) does not apply: the outcomes always carry CPU time and bytes.
+* θ_j = (c_j, d_j) comes from the application's **first** finished map (OS counters, Alg 4.3.1); memory
+  per task is the job's map container request (TaskOutcome carries no peak RSS), or ``taskMemoryMB``.
+* An application takes part in the optimisation while it has unfinished maps (DARA optimises maps only);
+  before its first map is measured it gets x* = 0 and one profiling map is launched as soon as a node has
+  spare memory (I4-6).
+* Node concurrency is Σ_j x*_j (I4-5): a node accepts a map only while its DARA maps number fewer than
+  Σ x* and only for an application with a positive deficit. ``literal: true`` keeps the pseudocode's
+  reading instead (the node's map slots bound concurrency and the tier's argmax is taken whatever its sign).
+* The search bounds each x_j by the memory cap and by ``boundFactor`` × the single-application optimum
+  sqrt(λ_j/K_j) (+2), K_j = c α_c R_c² + d α_d R_d² (digest §4.1.5/4.1.6). This is an approximation: the
+  argmax equals plain enumeration whenever the optimum lies inside the bound.
+* Reduces are left to Fair-like behaviour (one per heartbeat, fewest running reduces first), as DARA
+  extends the FairScheduler and optimises maps only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field
+
+from mrsched.core.locality import LEVEL_RANK, Level
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
+from mrsched.core.policy import PolicyConfig, register
+from mrsched.policies.slots import SlotPolicy
+
+Vector = npt.NDArray[np.float64]
+MB = 1_000_000.0  # bytes per MB for d (Table 4.1 reports MB)
+_TIERS = ("local", "rack", "off-switch")
+
+
+# --- pure math ------------------------------------------------------------------------------------------
+
+
+def load_ratios(c: Vector, d: Vector) -> tuple[Vector, Vector]:
+    """§4.2.2 (unnumbered): R_c = c/(c+d), R_d = d/(c+d); an application with c = d = 0 counts as CPU-only."""
+    total = c + d
+    safe = np.where(total > 0, total, 1.0)
+    rc = np.where(total > 0, c / safe, 1.0)
+    return rc, 1.0 - rc
+
+
+def node_loads(x: Vector, rc: Vector, rd: Vector) -> tuple[float, float]:
+    """§4.2.2 (unnumbered): L_c = Σ_j R_c^j x_j and L_d = Σ_j R_d^j x_j over all containers of x (I4-2)."""
+    return float(rc @ x), float(rd @ x)
+
+
+def predict_times(lam: Vector, c: Vector, d: Vector, alpha_c: float, alpha_d: float, x: Vector) -> Vector:
+    """Eq 4.12: t_j = λ_j + c_j α_c L_c² + d_j α_d L_d², with the loads of the whole vector x."""
+    rc, rd = load_ratios(c, d)
+    lc, ld = node_loads(x, rc, rd)
+    return np.asarray(lam + c * alpha_c * lc**2 + d * alpha_d * ld**2, dtype=np.float64)
+
+
+def node_throughput(lam: Vector, x: Vector, t: Vector) -> float:
+    """Eq 4.9 for one node (the summand of Eq 4.16): Σ_j λ_j x_j / t_j; applications with x_j = 0 add 0."""
+    safe = np.where(t > 0, t, 1.0)
+    return float(np.sum(np.where(x > 0, lam * x / safe, 0.0)))
+
+
+def window_throughput(lam: Vector, completed: Vector, window_s: float) -> float:
+    """Eq 4.4: τ = Σ_i Σ_j λ_j y_ij / T^w (``completed`` holds y_ij summed over nodes, per application)."""
+    return float(lam @ completed) / window_s if window_s > 0 else 0.0
+
+
+def single_app_optimum(lam: float, k: float) -> float:
+    """Digest §4.1.5 [D]: alone on a node, τ(x) = λx/(λ + Kx²) peaks at x = sqrt(λ/K) (inf when K = 0)."""
+    return math.sqrt(lam / k) if k > 0 else math.inf
+
+
+def feasible_vectors(bounds: list[int], mem: Vector, memory_mb: float) -> Vector:
+    """Every integer vector 0 ≤ x_j ≤ bounds[j] with Σ_j mem_j x_j < memory_mb (the memory cap of §4.3.1),
+    as rows in lexicographic order; built one application at a time, dropping infeasible prefixes early."""
+    grid = np.zeros((1, 0), dtype=np.float64)
+    used = np.zeros(1, dtype=np.float64)
+    for j, bound in enumerate(bounds):
+        values = np.arange(bound + 1, dtype=np.float64)
+        rows = np.repeat(np.arange(len(grid)), len(values))
+        column = np.tile(values, len(grid))
+        total = used[rows] + column * mem[j]
+        keep = total < memory_mb
+        grid = np.column_stack([grid[rows[keep]], column[keep]])
+        used = total[keep]
+    return grid
+
+
+def optimal_assignment(
+    lam: Vector,
+    c: Vector,
+    d: Vector,
+    mem: Vector,
+    alpha_c: float,
+    alpha_d: float,
+    memory_mb: float,
+    *,
+    bound_factor: float = 2.0,
+    max_per_app: int = 64,
+) -> tuple[int, ...]:
+    """COMPUTE_OPTIMAL_ASSIGNMENT (Eq 4.16): the integer vector x ≥ 0 with Σ_j mem_j x_j < memory_mb that
+    maximises Σ_j λ_j x_j / t_j(x) under Eq 4.12, by exhaustive search.
+
+    Each x_j is bounded by the memory cap, ``max_per_app`` and ``bound_factor``·sqrt(λ_j/K_j) + 2 (see the
+    module docstring). Ties go to the first vector in lexicographic order (fewest containers of app 0...).
+    """
+    n = len(lam)
+    if n == 0:
+        return ()
+    rc, rd = load_ratios(c, d)
+    k = c * alpha_c * rc**2 + d * alpha_d * rd**2
+    bounds = []
+    for j in range(n):
+        cap = math.ceil(memory_mb / mem[j]) if mem[j] > 0 else max_per_app
+        opt = single_app_optimum(float(lam[j]), float(k[j]))
+        model_bound = math.ceil(bound_factor * opt) + 2 if math.isfinite(opt) else max_per_app
+        bounds.append(max(0, min(cap, max_per_app, model_bound)))
+    grid = feasible_vectors(bounds, mem, memory_mb)
+    lc = grid @ rc
+    ld = grid @ rd
+    t = lam[None, :] + c[None, :] * alpha_c * lc[:, None] ** 2 + d[None, :] * alpha_d * ld[:, None] ** 2
+    objective = np.sum(np.where(grid > 0, lam[None, :] * grid / np.where(t > 0, t, 1.0), 0.0), axis=1)
+    best = int(np.argmax(objective))
+    return tuple(int(v) for v in grid[best])
+
+
+def best_app_to_add(optimal: dict[str, int], current: dict[str, int], apps: list[str]) -> str | None:
+    """BEST_APP_TO_ADD (Alg 4.3.4): argmax_A (x*_A − x_A) over ``apps``; ties go to the earlier app."""
+    if not apps:
+        return None
+    return max(apps, key=lambda a: (optimal.get(a, 0) - current.get(a, 0), -apps.index(a)))
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One finished map: its application, node class, duration and the time-averaged container count of each
+    application on its node while it ran (itself included)."""
+
+    app: str
+    node_class: str
+    duration_s: float
+    mix: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """θ_j = (c_j CPU-seconds, d_j MB read+written) of an application's first map, and its memory per task."""
+
+    cpu_s: float
+    io_mb: float
+    memory_mb: float
+
+
+@dataclass
+class Fit:
+    """Result of :func:`fit_load_model`: λ per application and (α_c, α_d) per node class."""
+
+    lam: dict[str, float] = field(default_factory=dict)
+    alpha: dict[str, tuple[float, float]] = field(default_factory=dict)
+    rmse: float = 0.0
+
+
+def fit_load_model(observations: list[Observation], profiles: dict[str, Profile]) -> Fit:
+    """Least-squares fit of Eq 4.12 (minimum RMSE, §4.2.3), linear in the unknowns: one λ_j per application
+    (shared by every node class, I4-3) and α_c, α_d per node class. Rows: t = λ_app + α_c·c·L_c² + α_d·d·L_d².
+    α's are kept ≥ 0 by pinning the most negative at 0 and refitting; a λ_j ≤ 0 is replaced by j's shortest
+    observed time. Observations whose mix holds an application without a profile are skipped."""
+    rows = [
+        o
+        for o in observations
+        if o.duration_s > 0 and o.app in profiles and all(a in profiles for a in o.mix)
+    ]
+    if not rows:
+        return Fit()
+    apps = sorted({o.app for o in rows})
+    classes = sorted({o.node_class for o in rows})
+    a_col = {a: i for i, a in enumerate(apps)}
+    k_col = {k: len(apps) + 2 * i for i, k in enumerate(classes)}
+    design = np.zeros((len(rows), len(apps) + 2 * len(classes)))
+    target = np.array([o.duration_s for o in rows])
+    for r, o in enumerate(rows):
+        mix_apps = list(o.mix)
+        c = np.array([profiles[a].cpu_s for a in mix_apps])
+        d = np.array([profiles[a].io_mb for a in mix_apps])
+        x = np.array([o.mix[a] for a in mix_apps])
+        rc, rd = load_ratios(c, d)
+        lc, ld = node_loads(x, rc, rd)
+        p = profiles[o.app]
+        design[r, a_col[o.app]] = 1.0
+        design[r, k_col[o.node_class]] = p.cpu_s * lc**2
+        design[r, k_col[o.node_class] + 1] = p.io_mb * ld**2
+    active = np.ones(design.shape[1], dtype=bool)
+    coef = np.zeros(design.shape[1])
+    for _ in range(design.shape[1]):  # α ≥ 0 (digest §4.1.4): pin the most negative α at 0 and refit
+        coef[:] = 0.0
+        sol, *_ = np.linalg.lstsq(design[:, active], target, rcond=None)
+        coef[active] = sol
+        alphas = coef[len(apps) :]
+        if alphas.min() >= 0:
+            break
+        worst = len(apps) + int(np.argmin(alphas))
+        active[worst] = False
+        coef[worst] = 0.0
+    residual = design @ coef - target
+    shortest = {a: min(o.duration_s for o in rows if o.app == a) for a in apps}
+    return Fit(
+        # λ_j ≤ 0 (the load term over-explains j's times) would make j worthless in Eq 4.16 for ever: use
+        # j's shortest observed time instead, an upper bound of its unloaded time.
+        lam={a: float(coef[a_col[a]]) if coef[a_col[a]] > 0 else shortest[a] for a in apps},
+        alpha={k: (float(coef[k_col[k]]), float(coef[k_col[k] + 1])) for k in classes},
+        rmse=float(np.sqrt(np.mean(residual**2))),
+    )
+
+
+# --- the policy -----------------------------------------------------------------------------------------
+
+
+class DaraConfig(PolicyConfig):
+    min_observations: int = Field(30, alias="minObservations", ge=2)
+    min_load_spread: float = Field(2.0, alias="minLoadSpread", ge=0)
+    refit_every: int = Field(25, alias="refitEvery", ge=1)
+    window: int = Field(3000, ge=10)  # observations kept for the fit
+    bound_factor: float = Field(2.0, alias="boundFactor", gt=0)
+    max_per_app: int = Field(64, alias="maxPerApp", ge=1)
+    task_memory_mb: float | None = Field(None, alias="taskMemoryMB", gt=0)
+    literal: bool = False
+
+
+@dataclass
+class _NodeClock:
+    """Per node: map containers per application now, and ∫ containers dt per application so far."""
+
+    at: float = 0.0
+    count: dict[str, int] = field(default_factory=dict)
+    integral: dict[str, float] = field(default_factory=dict)
+
+    def advance(self, now: float) -> None:
+        if now > self.at:
+            for app, n in self.count.items():
+                self.integral[app] = self.integral.get(app, 0.0) + n * (now - self.at)
+            self.at = now
+
+
+@register
+class Dara(SlotPolicy):
+    name = "dara"
+    Config = DaraConfig
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.cfg: DaraConfig = self.config  # type: ignore[assignment]
+        self.profiles: dict[str, Profile] = {}
+        self.fit = Fit()
+        self.fitted_classes: set[str] = set()
+        self.observations: deque[Observation] = deque(maxlen=self.cfg.window)
+        self.optimal: dict[str, dict[str, int]] = {}  # node -> app -> x*
+        self._members: tuple[str, ...] = ()  # applications in the optimisation, submission order
+        self._since_fit = 0
+        self._clocks: dict[str, _NodeClock] = {}
+        self._starts: dict[str, tuple[float, dict[str, float]]] = {}  # task key -> (start, integrals)
+        self._request_memory: dict[str, float] = {}  # app -> its map container request
+        self._node_classes: dict[str, str] = {}
+        self._stale = False
+
+    # --- learning --------------------------------------------------------------------------------------
+
+    def on_job_submitted(self, job: Job, now: float) -> None:
+        self._request_memory[job.id] = job.map_request.memory_mb
+
+    def on_job_finished(self, job: Job, now: float) -> None:
+        super().on_job_finished(job, now)
+        self.remove_application(job.id)
+
+    def on_task_finished(self, outcome: TaskOutcome) -> None:
+        super().on_task_finished(outcome)
+        task = outcome.task
+        if task.kind != "map":
+            return
+        clock = self._clocks.setdefault(outcome.node, _NodeClock())
+        clock.advance(outcome.finish_s)
+        start = self._starts.pop(task.key, None)
+        if start is not None:
+            clock.count[task.job_id] = max(0, clock.count.get(task.job_id, 0) - 1)
+        if not outcome.succeeded:
+            return
+        if task.job_id not in self.profiles:  # Alg 4.3.1 GETRESOURCEREQ: the first map's OS counters
+            memory = self.cfg.task_memory_mb or self._request_memory.get(task.job_id, 1024.0)
+            io = (outcome.read_bytes + outcome.written_bytes) / MB
+            self.profiles[task.job_id] = Profile(outcome.cpu_s, io, memory)
+        if start is not None and outcome.duration_s > 0:
+            began, integrals = start
+            span = outcome.finish_s - began
+            mix = {
+                a: (v - integrals.get(a, 0.0)) / span
+                for a, v in clock.integral.items()
+                if v - integrals.get(a, 0.0) > 1e-12
+            }
+            mix[task.job_id] = max(mix.get(task.job_id, 0.0), 1.0)
+            cls = self._node_classes.get(outcome.node, "")
+            self.observations.append(Observation(task.job_id, cls, outcome.duration_s, mix))
+            self._since_fit += 1
+
+    def refit(self) -> None:
+        """Fit Eq 4.12 to the observations and decide which node classes count as fitted."""
+        self._since_fit = 0
+        obs = list(self.observations)
+        self.fit = fit_load_model(obs, self.profiles)
+        fitted = set()
+        for cls in self.fit.alpha:
+            loads = [sum(o.mix.values()) for o in obs if o.node_class == cls]
+            if (
+                len(loads) >= self.cfg.min_observations
+                and max(loads) - min(loads) >= self.cfg.min_load_spread
+            ):
+                fitted.add(cls)
+        self.fitted_classes = fitted
+
+    # --- Alg 4.3.1 / 4.3.2 -----------------------------------------------------------------------------
+
+    def compute_optimal(self, snapshot_nodes: dict[str, Node], apps: list[str]) -> None:
+        """x*_M for every node M over ``apps`` (COMPUTE_OPTIMAL_ASSIGNMENT per node class: the same class with
+        the same applications gives the same x*)."""
+        known = [a for a in apps if a in self.profiles and a in self.fit.lam]
+        lam = np.array([self.fit.lam[a] for a in known], dtype=np.float64)
+        c = np.array([self.profiles[a].cpu_s for a in known], dtype=np.float64)
+        d = np.array([self.profiles[a].io_mb for a in known], dtype=np.float64)
+        mem = np.array([self.profiles[a].memory_mb for a in known], dtype=np.float64)
+        cache: dict[tuple[str, float], dict[str, int]] = {}
+        self.optimal = {}
+        for name, node in snapshot_nodes.items():
+            cls = node.node_class
+            if cls not in self.fitted_classes:
+                continue
+            key = (cls, node.memory_mb)
+            if key not in cache:
+                alpha_c, alpha_d = self.fit.alpha[cls]
+                x = optimal_assignment(
+                    lam,
+                    c,
+                    d,
+                    mem,
+                    alpha_c,
+                    alpha_d,
+                    node.memory_mb,
+                    bound_factor=self.cfg.bound_factor,
+                    max_per_app=self.cfg.max_per_app,
+                )
+                cache[key] = dict(zip(known, x, strict=True))
+            self.optimal[name] = {a: cache[key].get(a, 0) for a in apps}
+
+    def add_application(self, app: str, nodes: dict[str, Node]) -> None:
+        """ADD_APPLICATION (Alg 4.3.1): add the measured application and recompute x* on every node."""
+        if app not in self._members:
+            self._members = (*self._members, app)
+        self.compute_optimal(nodes, list(self._members))
+
+    def remove_application(self, app: str, nodes: dict[str, Node] | None = None) -> None:
+        """REMOVE_APPLICATION (Alg 4.3.2): drop the application and recompute x* on every node."""
+        if app in self._members:
+            self._members = tuple(a for a in self._members if a != app)
+            if nodes is not None:
+                self.compute_optimal(nodes, list(self._members))
+            else:
+                for per_app in self.optimal.values():
+                    per_app.pop(app, None)
+                self._stale = True
+
+    def _sync(self, snapshot: ClusterSnapshot) -> None:
+        """Keep the optimisation's members (profiled jobs with unfinished maps) and x* current."""
+        if len(self._node_classes) != len(snapshot.nodes):
+            self._node_classes = {n: node.node_class for n, node in snapshot.nodes.items()}
+        wanted = [j.id for j in snapshot.jobs if j.id in self.profiles and j.finished_maps < len(j.maps)]
+        due = self.cfg.refit_every if self.fitted_classes else min(self.cfg.refit_every, 5)
+        new_app = any(a not in self.fit.lam for a in wanted)
+        refitted = False
+        if self._since_fit >= due or (self._since_fit > 0 and new_app):
+            self.refit()
+            refitted = True
+        for app in [a for a in self._members if a not in wanted]:
+            self.remove_application(app, snapshot.nodes)
+        for app in wanted:
+            if app not in self._members:
+                self.add_application(app, snapshot.nodes)
+        missing = any(
+            node.node_class in self.fitted_classes and name not in self.optimal
+            for name, node in snapshot.nodes.items()
+        )
+        if refitted or self._stale or missing:
+            self._stale = False
+            self.compute_optimal(snapshot.nodes, list(self._members))
+
+    # --- scheduling ------------------------------------------------------------------------------------
+
+    def _clock(self, snapshot: ClusterSnapshot, node: str) -> _NodeClock:
+        clock = self._clocks.setdefault(node, _NodeClock(at=snapshot.now))
+        clock.advance(snapshot.now)
+        counts: dict[str, int] = {}
+        for attempt in snapshot.running.get(node, ()):
+            if attempt.task.kind == "map":
+                counts[attempt.task.job_id] = counts.get(attempt.task.job_id, 0) + 1
+        clock.count = counts  # the snapshot is authoritative
+        return clock
+
+    def _place_map(
+        self, snapshot: ClusterSnapshot, task: Task, node: str, clock: _NodeClock, explanation: Explanation
+    ) -> Placement:
+        placement = Placement(task, node, explanation)
+        snapshot.commit(placement)
+        clock.count[task.job_id] = clock.count.get(task.job_id, 0) + 1
+        self._starts[task.key] = (snapshot.now, dict(clock.integral))
+        return placement
+
+    def _task_memory(self, job: Job) -> float:
+        """Memory per map of ``job`` for the cap: its profile's, else ``taskMemoryMB``, else its request."""
+        profile = self.profiles.get(job.id)
+        if profile is not None:
+            return profile.memory_mb
+        return self.cfg.task_memory_mb or job.map_request.memory_mb
+
+    def _free_memory(self, snapshot: ClusterSnapshot, node: str) -> float:
+        used = 0.0
+        for attempt in snapshot.running.get(node, ()):
+            job = snapshot.job(attempt.task.job_id)
+            if attempt.task.kind == "map":
+                used += self._task_memory(job)
+            else:
+                used += job.reduce_request.memory_mb
+        return snapshot.nodes[node].memory_mb - used
+
+    def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
+        self._sync(snapshot)
+        clock = self._clock(snapshot, node)
+        placements: list[Placement] = []
+        profiling = self._profile_one(snapshot, node, clock)
+        if profiling is not None:
+            placements.append(profiling)
+        if node in self.optimal:
+            while (got := self._dara_one(snapshot, node, clock)) is not None:
+                placements.append(got)
+        if not placements and self._idle(snapshot, node):
+            got = self._fair_map(snapshot, node, clock)
+            if got is not None:
+                placements.append(got)
+        placements += self._fair_reduce(snapshot, node)
+        return placements
+
+    def _idle(self, snapshot: ClusterSnapshot, node: str) -> bool:
+        """The Fair-like fallback drives ``node`` when the model does not (not fitted), and also when x* asks
+        for no container at all on a node running no map: otherwise pending maps could wait for ever."""
+        if node not in self.optimal:
+            return True
+        return sum(self.optimal[node].values()) == 0 and snapshot.running_on(node, "map") == 0
+
+    def _unprofiled(self, job: Job) -> bool:
+        return job.id not in self.profiles and job.finished_maps == 0
+
+    def _profile_one(self, snapshot: ClusterSnapshot, node: str, clock: _NodeClock) -> Placement | None:
+        """I4-6: an application not yet measured gets one profiling map as soon as a node has spare memory
+        (only while DARA's model drives the node; in the Fair-like fallback every job runs maps anyway)."""
+        if node not in self.optimal:
+            return None
+        for job in snapshot.jobs:
+            if not self._unprofiled(job) or job.running_maps > 0:
+                continue
+            memory = self._task_memory(job)
+            if self._free_memory(snapshot, node) <= memory:
+                return None
+            found = self.pick_map(job, snapshot, node)
+            if found is not None:
+                task, level = found
+                why = Explanation(
+                    self.name, 0.0, f"profiling map of {job.id} (Alg 4.3.1, first task); {level}-local"
+                )
+                return self._place_map(snapshot, task, node, clock, why)
+        return None
+
+    def _dara_one(self, snapshot: ClusterSnapshot, node: str, clock: _NodeClock) -> Placement | None:
+        """DARA_SCHEDULE (Alg 4.3.3) for one container on ``node``: the first locality tier holding an
+        application with a positive deficit, and BEST_APP_TO_ADD (Alg 4.3.4) within it."""
+        optimal = self.optimal[node]
+        current = {a: clock.count.get(a, 0) for a in self._members}
+        if self.cfg.literal:
+            if snapshot.free_slots(node, "map") <= 0:
+                return None
+        elif sum(current.values()) >= sum(optimal.values()):
+            return None
+        tiers: list[list[tuple[Job, Task, Level]]] = [[], [], []]
+        free = self._free_memory(snapshot, node)
+        for job in snapshot.jobs:
+            if job.id not in optimal:
+                continue
+            deficit = optimal[job.id] - current[job.id]
+            if deficit <= 0 and not self.cfg.literal:
+                continue
+            if free <= self.profiles[job.id].memory_mb:
+                continue
+            found = self.pick_map(job, snapshot, node)
+            if found is not None:
+                task, level = found
+                tiers[LEVEL_RANK[level]].append((job, task, level))
+        for rank, tier in enumerate(tiers):
+            if not tier:
+                continue
+            apps = [job.id for job, _, _ in tier]
+            best = best_app_to_add(optimal, current, apps)
+            job, task, level = next(entry for entry in tier if entry[0].id == best)
+            others = sorted(
+                (a for a in apps if a != best), key=lambda a: optimal[a] - current[a], reverse=True
+            )
+            deficit = optimal[job.id] - current[job.id]
+            reason = (
+                f"{_TIERS[rank]} tier: {job.id} furthest below its optimal count on this node "
+                f"(x*={optimal[job.id]}, running {current[job.id]}; Eq 4.16, Alg 4.3.4); {level}-local"
+            )
+            runner_up = f"{others[0]} (deficit {optimal[others[0]] - current[others[0]]})" if others else None
+            return self._place_map(
+                snapshot, task, node, clock, Explanation(self.name, float(deficit), reason, runner_up)
+            )
+        return None
+
+    def _fair_map(self, snapshot: ClusterSnapshot, node: str, clock: _NodeClock) -> Placement | None:
+        """Fallback before the model is fitted: like Hadoop 1's Fair scheduler with one pool, one map per
+        heartbeat while the node has a free map slot, the job with fewest running maps first."""
+        if snapshot.free_slots(node, "map") <= 0:
+            return None
+        for job in sorted(snapshot.jobs, key=lambda j: (j.running_maps / j.weight, j.submit_s)):
+            found = self.pick_map(job, snapshot, node)
+            if found is not None:
+                task, level = found
+                why = Explanation(
+                    self.name,
+                    0.0,
+                    f"load model not fitted yet: fair fallback, fewest running maps; {level}-local",
+                )
+                return self._place_map(snapshot, task, node, clock, why)
+        return None
+
+    def _fair_reduce(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
+        """Reduces stay with the FairScheduler that DARA extends: one per heartbeat, fewest running first."""
+        ordered = sorted(snapshot.jobs, key=lambda j: (j.running_reduces / j.weight, j.submit_s))
+        return self.one_reduce(snapshot, node, ordered, "reduce: fair (DARA optimises maps only)")
+
+    # --- persistence -----------------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "profiles": {a: [p.cpu_s, p.io_mb, p.memory_mb] for a, p in self.profiles.items()},
+            "observations": [[o.app, o.node_class, o.duration_s, o.mix] for o in self.observations],
+            "lambda": dict(self.fit.lam),
+            "alpha": {k: list(v) for k, v in self.fit.alpha.items()},
+            "rmse": self.fit.rmse,
+            "fitted_classes": sorted(self.fitted_classes),
+            "optimal": {n: dict(v) for n, v in self.optimal.items()},
+            "members": list(self._members),
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.profiles = {a: Profile(*map(float, v)) for a, v in state.get("profiles", {}).items()}
+        self.observations = deque(
+            (
+                Observation(str(a), str(k), float(t), {str(m): float(x) for m, x in mix.items()})
+                for a, k, t, mix in state.get("observations", [])
+            ),
+            maxlen=self.cfg.window,
+        )
+        self.fit = Fit(
+            lam={a: float(v) for a, v in state.get("lambda", {}).items()},
+            alpha={k: (float(v[0]), float(v[1])) for k, v in state.get("alpha", {}).items()},
+            rmse=float(state.get("rmse", 0.0)),
+        )
+        self.fitted_classes = set(state.get("fitted_classes", []))
+        self.optimal = {n: {a: int(x) for a, x in v.items()} for n, v in state.get("optimal", {}).items()}
+        self._members = tuple(state.get("members", []))

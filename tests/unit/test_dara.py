@@ -1,0 +1,322 @@
+"""DARA (seed 002 ch.4) on hand-computed cases: Eq 4.12's prediction and its least-squares fit, the
+per-node exhaustive search of Eq 4.16 under the memory cap, BEST_APP_TO_ADD, ADD/REMOVE_APPLICATION and
+DARA_SCHEDULE on hand-built snapshots."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from mrsched.core.model import ClusterSnapshot, Job, Node, Task, TaskOutcome
+from mrsched.policies.dara import (
+    Dara,
+    DaraConfig,
+    Fit,
+    Observation,
+    Profile,
+    best_app_to_add,
+    fit_load_model,
+    load_ratios,
+    node_throughput,
+    optimal_assignment,
+    predict_times,
+    window_throughput,
+)
+
+
+def arr(*values: float) -> np.ndarray:
+    return np.array(values, dtype=np.float64)
+
+
+# --- Eq 4.12 and the throughput of Eq 4.9 / 4.16 ---------------------------------------------------------
+
+
+def test_load_ratios_use_cpu_seconds_and_mb() -> None:
+    # Table 4.1's Pi (10 CPU-s, 5 MB): R_c = 2/3, R_d = 1/3.
+    rc, rd = load_ratios(arr(10.0, 5.0), arr(5.0, 495.0))
+    assert rc == pytest.approx([2 / 3, 0.01])
+    assert rd == pytest.approx([1 / 3, 0.99])
+
+
+def test_prediction_and_node_throughput_by_hand() -> None:
+    # A: c=3, d=1 -> R=(0.75, 0.25); B: c=1, d=3 -> R=(0.25, 0.75). x=(2, 2): L_c = 2, L_d = 2.
+    # t_A = 10 + 3·0.5·4 + 1·0.25·4 = 17;  t_B = 20 + 1·0.5·4 + 3·0.25·4 = 25.
+    lam, c, d, x = arr(10, 20), arr(3, 1), arr(1, 3), arr(2, 2)
+    t = predict_times(lam, c, d, 0.5, 0.25, x)
+    assert t == pytest.approx([17.0, 25.0])
+    # Eq 4.16's objective: 10·2/17 + 20·2/25.
+    assert node_throughput(lam, x, t) == pytest.approx(20 / 17 + 1.6)
+    # An application with no container contributes nothing, even though its t is defined.
+    assert node_throughput(lam, arr(2, 0), predict_times(lam, c, d, 0.5, 0.25, arr(2, 0))) == pytest.approx(
+        10 * 2 / (10 + 3 * 0.5 * 1.5**2 + 1 * 0.25 * 0.5**2)
+    )
+
+
+def test_window_throughput_weights_tasks_by_size() -> None:
+    # Eq 4.4: 12 tasks of size 10 and 8 of size 20 in a 40 s window: (120 + 160) / 40.
+    assert window_throughput(arr(10, 20), arr(12, 8), 40.0) == pytest.approx(7.0)
+
+
+# --- least-squares fit of Eq 4.12 ---------------------------------------------------------------------------
+
+
+def test_fit_by_hand_single_cpu_app() -> None:
+    # c=1, d=0 so t = λ + α_c x². Points (x², t) = (1, 3), (4, 5), (9, 13): OLS slope 42/(294/9) = 9/7 and
+    # intercept 7 − (9/7)(14/3) = 1.
+    profiles = {"a": Profile(1.0, 0.0, 100.0)}
+    obs = [Observation("a", "k", t, {"a": x}) for x, t in ((1, 3.0), (2, 5.0), (3, 13.0))]
+    fit = fit_load_model(obs, profiles)
+    assert fit.lam["a"] == pytest.approx(1.0)
+    assert fit.alpha["k"][0] == pytest.approx(9 / 7)
+    assert fit.alpha["k"][1] == pytest.approx(0.0)
+    residuals = np.array([3 - (1 + 9 / 7), 5 - (1 + 36 / 7), 13 - (1 + 81 / 7)])
+    assert fit.rmse == pytest.approx(float(np.sqrt(np.mean(residuals**2))))
+
+
+def test_fit_recovers_two_apps_and_two_classes_exactly() -> None:
+    # Noise-free observations from Eq 4.12 with λ shared across classes (I4-3) and α per class.
+    profiles = {"pi": Profile(10.0, 5.0, 230.0), "sort": Profile(5.0, 495.0, 280.0)}
+    lam = {"pi": 12.0, "sort": 30.0}
+    alpha = {"fast": (0.02, 0.001), "slow": (0.05, 0.004)}
+    obs = []
+    for cls, (ac, ad) in alpha.items():
+        for xp, xs in itertools.product(range(0, 7, 2), range(0, 7, 3)):
+            mix = {"pi": float(xp), "sort": float(xs)}
+            c = arr(10.0, 5.0)
+            d = arr(5.0, 495.0)
+            t = predict_times(arr(lam["pi"], lam["sort"]), c, d, ac, ad, arr(xp, xs))
+            if xp:
+                obs.append(Observation("pi", cls, float(t[0]), mix))
+            if xs:
+                obs.append(Observation("sort", cls, float(t[1]), mix))
+    fit = fit_load_model(obs, profiles)
+    assert fit.lam == pytest.approx(lam)
+    for cls, expected in alpha.items():
+        assert fit.alpha[cls] == pytest.approx(expected, rel=1e-6)
+    assert fit.rmse == pytest.approx(0.0, abs=1e-9)
+
+
+def test_fit_keeps_alphas_non_negative() -> None:
+    # Times that fall with disk load would need α_d < 0: it is clamped to 0 and the rest refitted, which
+    # leaves t = λ + α_c x² through (1, 3) and (2, 6): λ = 2, α_c = 1.
+    profiles = {"a": Profile(1.0, 0.0, 100.0), "b": Profile(0.0, 1.0, 100.0)}
+    obs = [
+        Observation("a", "k", 3.0, {"a": 1.0}),
+        Observation("a", "k", 6.0, {"a": 2.0}),
+        Observation("b", "k", 10.0, {"b": 1.0}),
+        Observation("b", "k", 7.0, {"b": 2.0}),
+    ]
+    fit = fit_load_model(obs, profiles)
+    assert fit.alpha["k"][1] == 0.0
+    assert fit.alpha["k"][0] == pytest.approx(1.0)
+    assert fit.lam["a"] == pytest.approx(2.0)
+    assert fit.lam["b"] == pytest.approx(8.5)  # the mean of 10 and 7 once α_d is 0
+
+
+def test_fit_skips_observations_with_unprofiled_neighbours() -> None:
+    profiles = {"a": Profile(1.0, 0.0, 100.0)}
+    obs = [
+        Observation("a", "k", 99.0, {"a": 1.0, "ghost": 3.0}),
+        Observation("a", "k", 4.0, {"a": 1.0}),
+        Observation("a", "k", 7.0, {"a": 2.0}),
+    ]
+    fit = fit_load_model(obs, profiles)  # only the last two count: 4 = λ + α, 7 = λ + 4α
+    assert fit.lam["a"] == pytest.approx(3.0)
+    assert fit.alpha["k"][0] == pytest.approx(1.0)
+
+
+# --- COMPUTE_OPTIMAL_ASSIGNMENT (Eq 4.16) -------------------------------------------------------------------
+
+# A is pure CPU (c=1, d=0), B pure disk (c=0, d=1), so t_A = 12 + x_A²/12 and t_B = 10 + 0.4 x_B².
+# Alone: 144x/(144+x²) peaks at x=12 (6.0) and 25x/(25+x²) at x=5 (2.5).
+LAM, C, D, MEM = arr(12, 10), arr(1, 0), arr(0, 1), arr(230, 280)
+ALPHA_C, ALPHA_D = 1 / 12, 0.4
+
+
+def test_optimum_without_binding_memory_is_each_single_app_optimum() -> None:
+    assert optimal_assignment(LAM, C, D, MEM, ALPHA_C, ALPHA_D, 12288.0) == (12, 5)
+
+
+def test_optimum_under_memory_cap_by_hand() -> None:
+    # 4000 MB: (12, 5) needs 4160. Feasible neighbours: (11, 5) 3930 MB -> 1584/265 + 2.5 = 8.4774;
+    # (12, 4) 3880 MB -> 6 + 100/41 = 8.4390; (10, 6) 3980 MB -> 1440/244 + 150/61 = 8.3607. Best (11, 5).
+    assert optimal_assignment(LAM, C, D, MEM, ALPHA_C, ALPHA_D, 4000.0) == (11, 5)
+
+
+def test_memory_cap_is_strict() -> None:
+    # No contention: throughput grows with x, so the cap binds; 3 × 1000 MB is not < 3000 MB.
+    assert optimal_assignment(arr(5), arr(1), arr(1), arr(1000), 0.0, 0.0, 3000.0) == (2,)
+    assert optimal_assignment(arr(5), arr(1), arr(1), arr(1000), 0.0, 0.0, 3000.1) == (3,)
+
+
+def test_optimum_matches_plain_enumeration_on_a_mixed_node() -> None:
+    # Table 4.1-like apps that share both resources: compare with a plain Python enumeration.
+    lam, c, d, mem = arr(10, 40, 48), arr(10, 30, 5), arr(5, 140, 500), arr(230, 300, 280)
+    ac, ad = 0.0154, 0.002
+    best, best_x = -1.0, ()
+    for x in itertools.product(range(20), repeat=3):
+        xv = arr(*x)
+        if float(xv @ mem) >= 12288:
+            continue
+        value = node_throughput(lam, xv, predict_times(lam, c, d, ac, ad, xv))
+        if value > best + 1e-12:
+            best, best_x = value, x
+    assert optimal_assignment(lam, c, d, mem, ac, ad, 12288.0) == best_x
+
+
+# --- BEST_APP_TO_ADD (Alg 4.3.4) ----------------------------------------------------------------------------
+
+
+def test_best_app_to_add_picks_largest_deficit() -> None:
+    assert best_app_to_add({"a": 12, "b": 5}, {"a": 10, "b": 1}, ["a", "b"]) == "b"
+    assert best_app_to_add({"a": 12, "b": 5}, {"a": 2, "b": 1}, ["a", "b"]) == "a"
+    # Over-allocation is not undone: the least over-allocated wins the argmax; ties go to the earlier app.
+    assert best_app_to_add({"a": 3, "b": 2}, {"a": 5, "b": 2}, ["a", "b"]) == "b"
+    assert best_app_to_add({"a": 3, "b": 3}, {"a": 1, "b": 1}, ["b", "a"]) == "b"
+    assert best_app_to_add({}, {}, []) is None
+
+
+# --- the policy: ADD/REMOVE_APPLICATION and DARA_SCHEDULE ------------------------------------------------
+
+
+def make_node(name: str = "n0", memory: float = 4000.0, rack: str = "r0") -> Node:
+    return Node(name, 8, memory, rack=rack, node_class="k", map_slots=2, reduce_slots=1)
+
+
+def make_job(job_id: str, maps: int, replicas: tuple[str, ...] = (), submit: float = 0.0) -> Job:
+    return Job(job_id, "x", submit, [Task(job_id, "map", i, 64.0, replicas) for i in range(maps)], [])
+
+
+def fitted_dara(**options: object) -> Dara:
+    """A DARA whose model is already fitted: the separable A/B pair of the Eq 4.16 tests."""
+    policy = Dara(DaraConfig.model_validate(options))
+    policy.profiles = {"A": Profile(1.0, 0.0, 230.0), "B": Profile(0.0, 1.0, 280.0)}
+    policy.fit = Fit(lam={"A": 12.0, "B": 10.0}, alpha={"k": (ALPHA_C, ALPHA_D)})
+    policy.fitted_classes = {"k"}
+    return policy
+
+
+def test_add_and_remove_application_recompute_every_node() -> None:
+    policy = fitted_dara()
+    nodes = {"n0": make_node("n0"), "n1": make_node("n1", memory=12288.0)}
+    policy.add_application("A", nodes)
+    assert policy.optimal == {"n0": {"A": 12}, "n1": {"A": 12}}
+    policy.add_application("B", nodes)  # Alg 4.3.1: every node's x* now covers both applications
+    assert policy.optimal == {"n0": {"A": 11, "B": 5}, "n1": {"A": 12, "B": 5}}
+    policy.remove_application("A", nodes)  # Alg 4.3.2
+    assert policy.optimal == {"n0": {"B": 5}, "n1": {"B": 5}}
+
+
+def test_unmeasured_application_gets_no_containers() -> None:
+    policy = fitted_dara()
+    nodes = {"n0": make_node()}
+    policy.add_application("C", nodes)  # no profile yet (I4-6)
+    assert policy.optimal == {"n0": {"C": 0}}
+
+
+def run_rounds(policy: Dara, snapshot: ClusterSnapshot, node: str = "n0") -> list[str]:
+    return [p.task.job_id for p in policy.assign(snapshot, node)]
+
+
+def test_schedule_fills_node_to_the_optimal_mix_and_stops() -> None:
+    policy = fitted_dara()
+    node = make_node()
+    snapshot = ClusterSnapshot(0.0, {"n0": node}, {"n0": []}, [make_job("A", 30), make_job("B", 30)])
+    placements = policy.assign(snapshot, "n0")
+    placed = [p.task.job_id for p in placements]
+    # x* = (11, 5) on 4000 MB: concurrency is Σ x* = 16 (I4-5), not the node's 2 map slots.
+    assert placed.count("A") == 11 and placed.count("B") == 5
+    # A's deficit (11) beats B's (5) at first; BEST_APP_TO_ADD then alternates as the deficits meet.
+    assert placed[:7] == ["A"] * 7
+    assert run_rounds(policy, snapshot) == []  # the node is at its optimum: nothing more
+    first = placements[0].explanation
+    assert first.policy == "dara" and first.score == 11.0 and first.runner_up == "B (deficit 5)"
+
+
+def test_schedule_prefers_the_local_tier_over_the_deficit() -> None:
+    policy = fitted_dara()
+    nodes = {"n0": make_node("n0", rack="r0"), "n9": make_node("n9", rack="r9")}
+    far_a = make_job("A", 5, replicas=("n9",))  # off-rack for n0
+    local_b = make_job("B", 5, replicas=("n0",))
+    snapshot = ClusterSnapshot(0.0, nodes, {"n0": [], "n9": []}, [far_a, local_b])
+    placements = policy.assign(snapshot, "n0")
+    assert [p.task.job_id for p in placements][:5] == ["B"] * 5  # local tier first, then B's deficit is 0
+    assert placements[0].explanation.policy == "dara"
+    assert "local tier" in placements[0].explanation.reason
+    assert [p.task.job_id for p in placements][5:] == ["A"] * 5  # only 5 maps of A exist
+
+
+def test_literal_reading_fills_map_slots_only() -> None:
+    policy = fitted_dara(literal=True)
+    snapshot = ClusterSnapshot(0.0, {"n0": make_node()}, {"n0": []}, [make_job("A", 30), make_job("B", 30)])
+    assert run_rounds(policy, snapshot) == ["A", "A"]  # the node's 2 map slots, largest deficit first
+
+
+def test_profiling_map_for_a_new_application() -> None:
+    policy = fitted_dara()
+    snapshot = ClusterSnapshot(0.0, {"n0": make_node()}, {"n0": []}, [make_job("C", 10)])
+    assert run_rounds(policy, snapshot) == ["C"]  # one profiling map (Alg 4.3.1, I4-6)
+    assert run_rounds(policy, snapshot) == []  # and no second one until it is measured
+
+
+def test_outcomes_give_profile_and_time_averaged_mix() -> None:
+    # Unfitted: the Fair-like fallback starts one map per heartbeat.
+    policy = Dara(DaraConfig(taskMemoryMB=300.0))
+    node = make_node()
+    job = make_job("A", 4)
+    policy.on_job_submitted(job, 0.0)
+    snapshot = ClusterSnapshot(0.0, {"n0": node}, {"n0": []}, [job])
+    first = policy.assign(snapshot, "n0")
+    assert [p.task.index for p in first] == [0]
+    assert "fallback" in first[0].explanation.reason
+    snapshot.now = 10.0
+    assert [p.task.index for p in policy.assign(snapshot, "n0")] == [1]
+    # Map 0 ran 0-20 s: 1 container for 10 s, then 2 for 10 s: on average 1.5 (itself included).
+    snapshot.running["n0"] = [a for a in snapshot.running["n0"] if a.task.index != 0]
+    job.running_maps -= 1
+    job.maps[0].running, job.maps[0].done = False, True
+    job.finished_maps += 1
+    policy.on_task_finished(
+        TaskOutcome(
+            job.maps[0], "n0", 0.0, 20.0, True, cpu_s=10.0, read_bytes=2_000_000, written_bytes=3_000_000
+        )
+    )
+    assert policy.profiles["A"] == Profile(10.0, 5.0, 300.0)  # θ from the first map, d in MB
+    (obs,) = policy.observations
+    assert obs.duration_s == 20.0 and obs.node_class == "k"
+    assert obs.mix == pytest.approx({"A": 1.5})
+
+
+def test_state_round_trips_through_json() -> None:
+    import json
+
+    policy = fitted_dara()
+    policy.add_application("A", {"n0": make_node()})
+    policy.observations.append(Observation("A", "k", 5.0, {"A": 2.0}))
+    state = json.loads(json.dumps(policy.state()))
+    other = Dara()
+    other.load_state(state)
+    assert other.state() == policy.state()
+
+
+def test_fit_replaces_a_non_positive_size_by_the_shortest_time() -> None:
+    # (x², t) = (1, 1), (4, 10), (9, 25): OLS slope 3, intercept 12 − 3·14/3 = −2 ≤ 0, so λ = min t = 1.
+    profiles = {"a": Profile(1.0, 0.0, 100.0)}
+    obs = [Observation("a", "k", t, {"a": x}) for x, t in ((1, 1.0), (2, 10.0), (3, 25.0))]
+    fit = fit_load_model(obs, profiles)
+    assert fit.alpha["k"][0] == pytest.approx(3.0)
+    assert fit.lam["a"] == pytest.approx(1.0)
+
+
+def test_idle_node_with_an_all_zero_optimum_falls_back_to_fair() -> None:
+    # x* = 0 for every application on a node running no map would leave pending maps waiting for ever.
+    policy = fitted_dara()
+    policy._members = ("A",)
+    policy.optimal = {"n0": {"A": 0}}
+    snapshot = ClusterSnapshot(0.0, {"n0": make_node()}, {"n0": []}, [make_job("A", 5)])
+    placements = policy.assign(snapshot, "n0")
+    assert [p.task.job_id for p in placements] == ["A"]
+    assert "fallback" in placements[0].explanation.reason
+    assert policy.assign(snapshot, "n0") == []  # a map now runs there: x* = 0 holds
