@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from mrsched.core.policy import Oracle, Policy, build_policy, registered
-from mrsched.policies import capacity, fair, fifo, kube_default  # noqa: F401  (registration)
+from mrsched.policies import capacity, dara, fair, fifo, kube_default, throughput  # noqa: F401  (registration)
 from mrsched.policies import oracle as _oracle  # noqa: F401  (registration)
 
 
