@@ -19,6 +19,8 @@ from tests.kubehelpers import Kube, wait_for
 REPO = Path(__file__).resolve().parents[1]
 CRDS = REPO / "crds"
 MRSCHED = Path(sys.executable).parent / "mrsched"
+#: Half a core and 256 MiB per map and reduce pod: small enough that several fit on an emulated small node.
+SMALL_TASKS = {"map": {"cpu": "500m", "memory": "256Mi"}, "reduce": {"cpu": "500m", "memory": "256Mi"}}
 
 
 @dataclass

@@ -24,6 +24,7 @@ from tests.kubehelpers import Kube
 from tests.operatorhelpers import (
     CRDS,
     REPO,
+    SMALL_TASKS,
     apply,
     apply_crds,
     job_manifest,
@@ -417,10 +418,7 @@ def test_operator_runs_a_job_with_only_the_charts_permissions(
                 output={"path": "out/wc"},
                 maps=2,
                 reduces=1,
-                resources={
-                    "map": {"cpu": "500m", "memory": "256Mi"},
-                    "reduce": {"cpu": "500m", "memory": "256Mi"},
-                },
+                resources=SMALL_TASKS,
             ),
         )
         job = wait_phase(kube, namespace, "wordcount", ("Succeeded", "Failed"), 90)

@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube, wait_for
 from tests.operatorhelpers import (
+    SMALL_TASKS,
     OperatorProcess,
     apply,
     apply_crds,
@@ -50,10 +51,7 @@ def test_wordcount_and_terasort_through_the_operator(
             maps=3,
             reduces=2,
             reduceSlowStart=0.5,
-            resources={
-                "map": {"cpu": "500m", "memory": "256Mi"},
-                "reduce": {"cpu": "500m", "memory": "256Mi"},
-            },
+            resources=SMALL_TASKS,
         ),
     )
     apply(
@@ -105,10 +103,7 @@ def test_wordcount_and_terasort_through_the_operator(
             maps=3,
             reduces=3,
             sortBufferMB=1,
-            resources={
-                "map": {"cpu": "500m", "memory": "256Mi"},
-                "reduce": {"cpu": "500m", "memory": "256Mi"},
-            },
+            resources=SMALL_TASKS,
         ),
     )
     job = wait_phase(kube, namespace, "terasort", ("Succeeded", "Failed"), 180)
