@@ -307,9 +307,8 @@ class Throughput(SlotPolicy):
         super().__init__(*args, **kwargs)
         self.cfg: ThroughputConfig = self.config  # type: ignore[assignment]
         self._profiles: dict[str, _Profile] = {}
-        self._planned: dict[
-            str, tuple[str, str]
-        ] = {}  # running map's key -> (app, node): planned experiments
+        # Running maps as planned experiments: task key -> (app, node).
+        self._planned: dict[str, tuple[str, str]] = {}
         self._apps: dict[str, str] = {}  # job id -> app
         self._node_classes: dict[str, str] = {}
         for app, p in self.cfg.profiles.items():
