@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from mrsched.core.probes import Capability
+
 TaskType = Literal["map", "reduce"]
 
 
@@ -26,6 +28,8 @@ class Node:
     node_class: str = ""
     map_slots: int = 2  # Hadoop's mapred.tasktracker.map.tasks.maximum
     reduce_slots: int = 2  # ... and reduce.tasks.maximum
+    #: κ, Ω, σ measured by probe tasks (seed 002 P3-A), when a probing policy asked for them; else None.
+    probe: Capability | None = None
 
     def slots(self, kind: TaskType) -> int:
         return self.map_slots if kind == "map" else self.reduce_slots

@@ -44,6 +44,9 @@ class Oracle:
 class Policy(ABC):
     name: ClassVar[str]
     Config: ClassVar[type[PolicyConfig]] = PolicyConfig
+    #: The policy reads ``Node.probe``: the operator and the simulator run probe tasks on every node first
+    #: (seed 002 P3-A, :mod:`mrsched.core.probes`).
+    needs_probes: ClassVar[bool] = False
 
     def __init__(
         self, config: PolicyConfig | None = None, *, seed: int = 0, oracle: Oracle | None = None
@@ -81,7 +84,12 @@ class Policy(ABC):
         rejected its pod, or its retry delay passed): policies that index pending tasks must see it again."""
 
     def state(self) -> dict[str, Any]:
-        """Learned state, JSON-serialisable, for the operator to persist."""
+        """Learned state, JSON-serialisable, for the operator to persist and the simulator to save.
+
+        Shape: ``{"apps": {app: {field: value}}, "nodeClasses": {class: {field: value}}}``. The operator
+        writes each app's fields into the status of the ``AppProfile`` named after it and each node class's
+        into the ``NodeProfile`` of every node of that class, under the policy's name; ``load_state`` gets
+        the same shape back after a restart. Fields are camelCase JSON values."""
         return {}
 
     def load_state(self, state: dict[str, Any]) -> None:  # noqa: B027 (optional hook)

@@ -4,14 +4,12 @@ The thesis' model (Eq 3.2): a map task of application i takes ``T = θc/κc + θ
 κ = (κc, κd) are the machine's CPU and disk *rates* (reference machine κ = (1, 1)) and Ω its per-task start-up
 overhead. The policy has three parts:
 
-* **Machine capabilities** κ, Ω (and the noise σ) come from offline probe jobs (P3-A, Eq 3.3-3.5, Table 3.1):
-  :func:`estimate_capabilities` turns probe durations into κc, κd, Ω, σ. The thesis measures them once, offline;
-  it never estimates κ from production tasks (with θ unknown, one task's time cannot separate θ from κ), so
-  neither does this policy. **Probe runs are future work** in the operator and the simulator: they would run
-  the unit map task and the J^1/J^η pairs (zero reducers, replication 1) on every node, feed the durations to
-  :func:`estimate_capabilities` and hand the result to this policy as its ``capabilities`` option (keyed by
-  node name or node class). Until then the option is written by hand (e.g. Table 3.1), and a node without
-  capabilities is served in FIFO order (Hadoop's default, the thesis' baseline).
+* **Machine capabilities** κ, Ω (and the noise σ) come from probe tasks (P3-A, Eq 3.3-3.5, Table 3.1;
+  :mod:`mrsched.core.probes`): the policy sets ``needs_probes``, so the operator and the simulator run the
+  probes on every node and hand the result in the snapshot (``Node.probe``). The thesis measures κ offline and
+  never estimates it from production tasks (with θ unknown, one task's time cannot separate θ from κ), so
+  neither does this policy. The ``capabilities`` option (keyed by node name or node class, e.g. Table 3.1)
+  overrides probes. A node with neither is served in FIFO order (Hadoop's default, the thesis' baseline).
 * **Explore** (§3.2.1): each application's θ = (θc, θd) gets a Gaussian posterior, updated in closed form from
   every finished map's duration minus Ω (Eq 3.10-3.24, information form; :func:`bayes_update`,
   :func:`posterior_mean`). While the posterior is not yet tight, the app's tasks go to the machines that
@@ -38,7 +36,6 @@ posterior itself (mean and covariance) is always the true one.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -48,8 +45,9 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from mrsched.core.locality import LEVEL_RANK
-from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement, Task, TaskOutcome
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.policy import PolicyConfig, register
+from mrsched.core.probes import Capability, estimate_overhead, estimate_rates
 from mrsched.policies.fifo import fifo_order
 from mrsched.policies.slots import SlotPolicy
 
@@ -62,65 +60,7 @@ THESIS_DET_THRESHOLD = 0.007
 _SINGULAR = 1e-12  # relative: det Λ below this × Λ11·Λ22 means parallel tubes (Eq 3.16/3.20: Δ = 0)
 
 
-# --- machine capabilities (offline probes, P3-A) -----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Capability:
-    """One machine's probed parameters (Table 3.1): rates κc, κd, overhead Ω (s) and observation noise σ (s)."""
-
-    kappa_c: float
-    kappa_d: float
-    omega_s: float
-    sigma_s: float = 1.0
-
-    def features(self) -> Vector:
-        """The observation's linear map a = (1/κc, 1/κd): E[T − Ω] = a·θ (Eq 3.2, 3.11)."""
-        return np.array([1.0 / self.kappa_c, 1.0 / self.kappa_d])
-
-    @property
-    def weight(self) -> float:
-        """Precision of one observation, 1/σ² (Eq 3.12)."""
-        return 1.0 / (self.sigma_s * self.sigma_s)
-
-
-def estimate_overhead(unit_times: Sequence[float]) -> float:
-    """Ω^j: the mean duration of the unit map task (empty map, no HDFS I/O, θ = (0, 0)) on machine j (P3-A step 2,
-    Eq 3.2 with θ = 0)."""
-    if not unit_times:
-        raise ValueError("no unit-task durations")
-    return statistics.fmean(unit_times)
-
-
-def estimate_rates(
-    base: Mapping[str, float], scaled: Mapping[str, float], eta: float, reference: str
-) -> tuple[dict[str, float], float]:
-    """One resource's rates from a probe pair (Eq 3.3-3.5).
-
-    ``base`` holds each machine's mean map time of J^1 = ⟨θc, θd⟩ (Eq 3.3), ``scaled`` that of J^η, which repeats
-    the resource's work η times (Eq 3.4). The other resource's term and Ω cancel in the difference, so
-    ``κ^j = θ(η − 1) / (T^{η,j} − T^{1,j})`` (Eq 3.5). Setting κ = 1 on the reference machine fixes the unit:
-    ``θ = (T^{η,ref} − T^{1,ref}) / (η − 1)``. Returns (κ per machine, θ of the probe in reference seconds).
-    The thesis derives κc so; for κd it says only "similarly" (digest P3-A step 6: scale the disk work by η).
-    """
-    if eta <= 1:
-        raise ValueError("the work multiplier η must exceed 1")
-    theta = (scaled[reference] - base[reference]) / (eta - 1.0)
-    if theta <= 0:
-        raise ValueError("the scaled probe must take longer than the base probe on the reference machine")
-    rates = {}
-    for machine, t1 in base.items():
-        delta = scaled[machine] - t1
-        if delta <= 0:
-            raise ValueError(f"machine {machine}: the scaled probe did not take longer than the base probe")
-        rates[machine] = theta * (eta - 1.0) / delta
-    return rates, theta
-
-
-def estimate_sigma(times: Sequence[float]) -> float:
-    """σ^j: sample standard deviation of repeated probe durations on machine j. The thesis says σ^j is "learned
-    along with the machine capabilities" without the method (digest P3-A step 7, [R])."""
-    return statistics.stdev(times) if len(times) > 1 else 0.0
+# --- machine capabilities (probes, P3-A) ---------------------------------------------------------------------
 
 
 def estimate_capabilities(
@@ -132,8 +72,10 @@ def estimate_capabilities(
     sigma_s: Mapping[str, float] | None = None,
     default_sigma_s: float = 1.0,
 ) -> dict[str, Capability]:
-    """Table 3.1 from probe durations (P3-A): Ω from the unit task, κc from the CPU pair ⟨θc,θd⟩/⟨ηθc,θd⟩ and κd
-    from the disk pair ⟨θc,θd⟩/⟨θc,ηθd⟩ (Eq 3.3-3.5), σ given (e.g. :func:`estimate_sigma`) or a default."""
+    """Table 3.1 from probe durations with a reference machine (P3-A as the thesis runs it, offline over a
+    fixed cluster): Ω from the unit task, κc from the CPU pair ⟨θc,θd⟩/⟨ηθc,θd⟩ and κd from the disk pair
+    ⟨θc,θd⟩/⟨θc,ηθd⟩ (Eq 3.3-3.5). The operator and the simulator probe node by node with
+    :func:`mrsched.core.probes.estimate_capability` instead (units fixed by the probe's work)."""
     kappa_c, _ = estimate_rates(cpu_pair[0], cpu_pair[1], eta, reference)
     kappa_d, _ = estimate_rates(disk_pair[0], disk_pair[1], eta, reference)
     sigma_s = sigma_s or {}
@@ -302,6 +244,7 @@ class _Profile:
 class Throughput(SlotPolicy):
     name = "throughput"
     Config = ThroughputConfig
+    needs_probes = True
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
@@ -310,22 +253,23 @@ class Throughput(SlotPolicy):
         # Running maps as planned experiments: task key -> (app, node).
         self._planned: dict[str, tuple[str, str]] = {}
         self._apps: dict[str, str] = {}  # job id -> app
-        self._node_classes: dict[str, str] = {}
+        self._nodes: dict[str, Node] = {}  # the last snapshot's nodes: outcomes carry only a name
         for app, p in self.cfg.profiles.items():
             self._profile(app).known = np.array([p.theta_c, p.theta_d])
 
     # --- knowledge ----------------------------------------------------------------------------------------
 
     def capability(self, snapshot: ClusterSnapshot, node: str) -> Capability | None:
-        """The node's probe results, configured by its name or else by its class."""
-        return self._capability_of(node, snapshot.nodes[node].node_class)
+        """The node's capability: configured by its name or class, else probed."""
+        n = snapshot.nodes[node]
+        return self._capability_of(node, n.node_class, n.probe)
 
-    def _capability_of(self, node: str, node_class: str) -> Capability | None:
+    def _capability_of(self, node: str, node_class: str, probe: Capability | None) -> Capability | None:
         option = self.cfg.capabilities.get(node)
         if option is None and node_class:
             option = self.cfg.capabilities.get(node_class)
         if option is None:
-            return None
+            return probe
         return Capability(option.kappa_c, option.kappa_d, option.omega_s, option.sigma_s)
 
     def _profile(self, app: str) -> _Profile:
@@ -486,7 +430,10 @@ class Throughput(SlotPolicy):
         self._planned.pop(task.key, None)
         if task.kind != "map" or not outcome.succeeded:
             return
-        cap = self._capability_of(outcome.node, self._node_classes.get(outcome.node, ""))
+        known = self._nodes.get(outcome.node)
+        cap = self._capability_of(
+            outcome.node, known.node_class if known else "", known.probe if known else None
+        )
         app = self._apps.get(task.job_id)
         if cap is None or app is None:
             return
@@ -498,11 +445,10 @@ class Throughput(SlotPolicy):
         profile.observations += 1
 
     def _remember(self, snapshot: ClusterSnapshot) -> None:
-        """An outcome carries no snapshot: remember each job's app and each node's class when they are seen."""
+        """An outcome carries no snapshot: remember each job's app and the nodes when they are seen."""
         for job in snapshot.jobs:
             self._apps.setdefault(job.id, job.app)
-        if len(self._node_classes) != len(snapshot.nodes):
-            self._node_classes = {name: n.node_class for name, n in snapshot.nodes.items()}
+        self._nodes = snapshot.nodes
 
     def on_job_submitted(self, job: Job, now: float) -> None:
         self._apps[job.id] = job.app
@@ -519,20 +465,29 @@ class Throughput(SlotPolicy):
         self._planned.pop(task.key, None)
 
     def state(self) -> dict[str, Any]:
-        """Each app's posterior in information form (Λ, h) and its observation count."""
-        return {
-            "apps": {
-                app: {
-                    "precision": p.precision.tolist(),
-                    "h": p.h.tolist(),
-                    "observations": p.observations,
-                }
-                for app, p in self._profiles.items()
+        """Each app's posterior in information form (Λ, h), its observation count, and for people reading the
+        AppProfile: the posterior mean θ, the covariance, |Σ| in the configured convention and the phase."""
+        apps: dict[str, Any] = {}
+        for app, p in self._profiles.items():
+            mean = self.mean(app)
+            covariance = posterior_covariance(p.precision)
+            det = covariance_det(p.precision, self.cfg.det_convention)
+            apps[app] = {
+                "precision": p.precision.tolist(),
+                "h": p.h.tolist(),
+                "observations": p.observations,
+                "thetaC": None if mean is None else round(float(mean[0]), 4),
+                "thetaD": None if mean is None else round(float(mean[1]), 4),
+                "covariance": None if covariance is None else covariance.round(6).tolist(),
+                "detSigma": None if math.isinf(det) else float(f"{det:.4g}"),
+                "phase": "known" if p.known is not None else "exploit" if self.learned(app) else "explore",
             }
-        }
+        return {"apps": apps}
 
     def load_state(self, state: dict[str, Any]) -> None:
         for app, saved in state.get("apps", {}).items():
+            if "precision" not in saved or "h" not in saved:
+                continue
             profile = self._profile(app)
             profile.precision = np.array(saved["precision"], dtype=float).reshape(2, 2)
             profile.h = np.array(saved["h"], dtype=float).reshape(2)

@@ -29,6 +29,7 @@ from mrsched.core.locality import locality
 from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.physics import Fault, NodeCapability, NodeModel, TaskDemand, isolated_duration
 from mrsched.core.policy import Oracle, Policy
+from mrsched.simulator.probes import probe_node
 from mrsched.simulator.scenario import ClusterSpec
 
 #: Cost factor of off-rack transfers relative to in-rack ones (2:1 oversubscribed uplinks).
@@ -108,6 +109,11 @@ class Simulation:
         self.heartbeat_s = cluster.heartbeat_s
         oracle = Oracle(self.capabilities, self.demand)
         self.policy = policy if isinstance(policy, Policy) else policy(oracle)
+        if self.policy.needs_probes:  # seed 002 P3-A: probe every node before the workload starts
+            self.nodes = {
+                name: replace(node, probe=probe_node(name, self.capabilities[name], seed=seed))
+                for name, node in self.nodes.items()
+            }
         self.jobs = sorted(jobs, key=lambda j: j.submit_s)
         self._app_of = {j.id: j.app for j in self.jobs}
         self._unfinished = len(self.jobs)
