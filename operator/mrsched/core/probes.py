@@ -67,19 +67,21 @@ class Capability:
         return 1.0 / (self.sigma_s * self.sigma_s)
 
 
-def probe_work(kind: ProbeKind) -> tuple[float, float]:
-    """(θc, θd) of a probe kind in reference seconds."""
-    return {
+def probe_work(kind: ProbeKind, scale: float = 1.0) -> tuple[float, float]:
+    """(θc, θd) of a probe kind in reference seconds; ``scale`` shrinks or grows all of it (a real node's
+    probes may be made shorter; Eq 3.5 then uses the scaled θ)."""
+    cpu_s, disk_s = {
         "unit": (0.0, 0.0),
         "base": (PROBE_CPU_S, PROBE_DISK_S),
         "cpu": (PROBE_ETA * PROBE_CPU_S, PROBE_DISK_S),
         "disk": (PROBE_CPU_S, PROBE_ETA * PROBE_DISK_S),
     }[kind]
+    return cpu_s * scale, disk_s * scale
 
 
-def probe_demand(kind: ProbeKind) -> TaskDemand:
+def probe_demand(kind: ProbeKind, scale: float = 1.0) -> TaskDemand:
     """The probe as a physics demand: CPU work, and its disk work as bytes written then read back."""
-    cpu_s, disk_s = probe_work(kind)
+    cpu_s, disk_s = probe_work(kind, scale)
     mb = disk_s * REFERENCE_DISK_MBPS
     return TaskDemand(cpu_s=cpu_s, read_mb=mb / 2, write_mb=mb / 2, memory_mb=64.0)
 
@@ -134,15 +136,16 @@ def estimate_sigma(runs: Mapping[ProbeKind, Sequence[float]]) -> float:
     return max(MIN_SIGMA_S, math.sqrt(squares / dof)) if dof else MIN_SIGMA_S
 
 
-def estimate_capability(runs: Mapping[ProbeKind, Sequence[float]]) -> Capability:
-    """One node's Table 3.1 row from its probe durations (seconds), by Eq 3.5 with the probes' known θ."""
+def estimate_capability(runs: Mapping[ProbeKind, Sequence[float]], scale: float = 1.0) -> Capability:
+    """One node's Table 3.1 row from its probe durations (seconds), by Eq 3.5 with the probes' known θ
+    (``scale`` as the probes were run with, :func:`probe_work`)."""
     missing = [k for k in PROBE_KINDS if not runs.get(k)]
     if missing:
         raise ValueError(f"no durations for probe kinds: {', '.join(missing)}")
     mean = {k: statistics.fmean(runs[k]) for k in PROBE_KINDS}
     return Capability(
-        kappa_c=estimate_rate(PROBE_CPU_S, PROBE_ETA, mean["base"], mean["cpu"]),
-        kappa_d=estimate_rate(PROBE_DISK_S, PROBE_ETA, mean["base"], mean["disk"]),
+        kappa_c=estimate_rate(PROBE_CPU_S * scale, PROBE_ETA, mean["base"], mean["cpu"]),
+        kappa_d=estimate_rate(PROBE_DISK_S * scale, PROBE_ETA, mean["base"], mean["disk"]),
         omega_s=estimate_overhead(runs["unit"]),
         sigma_s=estimate_sigma(runs),
     )
