@@ -128,3 +128,19 @@ def test_generators_are_deterministic_per_map(worker: Worker, app: str) -> None:
     assert len(data) == 200000 if app == "teragen" else len(data) >= 200000
     assert generate("b", seed=5, attempt=3) == data, "a retried attempt writes the same bytes"
     assert generate("c", seed=6, attempt=0) != data, "the seed changes the data"
+
+
+def test_jio_writes_its_input_transformed_output_factor_times(worker: Worker) -> None:
+    corpus = text_corpus(worker.data / "text", files=2)
+    results = worker.job(
+        "jio", maps=3, reduces=0, output="etl", args=["--input", "text", "--output-factor", "4"]
+    )
+
+    lines = input_lines(corpus)
+    written = [line for p in parts(worker.data / "etl", "m") for line in p.read_bytes().split(b"\n")[:-1]]
+    expected = Counter(line.rstrip().upper() for line in lines)
+    assert Counter(written) == Counter({line: 4 * n for line, n in expected.items()})
+    maps = [r.report for r in results[:3]]
+    assert sum(m["recordsIn"] for m in maps) == len(lines)
+    # I/O-bound by construction: it writes four times what it reads.
+    assert sum(m["writtenBytes"] for m in maps) >= 3.9 * len(input_bytes(corpus))

@@ -1,4 +1,4 @@
-"""The worker's command line: ``mrworker {map,reduce,commit-job} --app APP ...``.
+"""The worker's command line: ``mrworker {map,reduce,commit-job} --app APP ...`` or ``mrworker probe``.
 
 Every option can also come from the environment (``MRSCHED_<NAME>``, listed in ``--help``), which is how the
 operator passes a task's coordinates; arguments win over the environment. Exit codes: 0 done, 1 the task
@@ -21,6 +21,7 @@ from typing import NoReturn
 from mrworker.apps import APPS
 from mrworker.errors import TaskError, Terminated, UsageError
 from mrworker.layout import durable
+from mrworker.probe import PROBE_KINDS, Probe, run_probe
 from mrworker.report import Counters, render, write
 from mrworker.splits import Split, resolve
 from mrworker.task import Task
@@ -48,6 +49,16 @@ def _env_int(name: str, default: int) -> int:
         raise UsageError(f"MRSCHED_{name}={value!r} is not an integer") from None
 
 
+def _env_float(name: str, default: float) -> float:
+    value = _env(name)
+    if value is None:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise UsageError(f"MRSCHED_{name}={value!r} is not a number") from None
+
+
 def _env_list(name: str) -> list[str]:
     value = _env(name)
     return [v for v in value.split(",") if v] if value else []
@@ -56,14 +67,14 @@ def _env_list(name: str) -> list[str]:
 def parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="mrworker",
-        description="Run one map or reduce task of a built-in MapReduce application.",
+        description="Run one map or reduce task of a built-in MapReduce application, or a node probe.",
         epilog="Each option defaults to the environment variable MRSCHED_<OPTION> (upper case, '-' as '_').",
     )
     p.add_argument(
         "command",
         nargs="?",
         default=_env("TASK_TYPE"),
-        choices=["map", "reduce", "commit-job"],
+        choices=["map", "reduce", "commit-job", "probe"],
         help="task type (MRSCHED_TASK_TYPE)",
     )
     p.add_argument("--app", default=_env("APP"), choices=sorted(APPS), help="the application (MRSCHED_APP)")
@@ -121,12 +132,29 @@ def parser() -> argparse.ArgumentParser:
         help="randomwriter, randomtextwriter: bytes each map writes",
     )
     p.add_argument("--rows", type=int, default=_env_int("ROWS", 0), help="teragen: records per map")
+    p.add_argument(
+        "--output-factor",
+        type=int,
+        default=_env_int("OUTPUT_FACTOR", 10),
+        help="jio: output bytes per input byte (default 10: 1.5 GB in, 15 GB out)",
+    )
     p.add_argument("--seed", type=int, default=_env_int("SEED", 0), help="generators: job seed")
     p.add_argument(
         "--wait-for-maps",
         type=float,
         default=float(_env("WAIT_FOR_MAPS", "0") or 0),
         help="reduce: seconds to wait for map outputs still being written (slow-start)",
+    )
+    p.add_argument(
+        "--probe-kind",
+        default=_env("PROBE_KIND"),
+        help=f"probe: which probe ({', '.join(PROBE_KINDS)}); see workers/README.md",
+    )
+    p.add_argument(
+        "--probe-scale",
+        type=float,
+        default=_env_float("PROBE_SCALE", 1.0),
+        help="probe: multiplies the probe's CPU and disk work (default 1)",
     )
     p.add_argument(
         "--termination-log",
@@ -137,9 +165,19 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def build_probe(args: argparse.Namespace) -> Probe:
+    if not args.probe_kind:
+        raise UsageError(
+            f"mrworker probe: give --probe-kind or MRSCHED_PROBE_KIND ({', '.join(PROBE_KINDS)})"
+        )
+    return Probe(args.probe_kind, args.probe_scale, args.data_dir)
+
+
 def build_task(args: argparse.Namespace, counters: Counters) -> Task:
     if args.command is None:
-        raise UsageError("mrworker: give the task type (map, reduce or commit-job) or MRSCHED_TASK_TYPE")
+        raise UsageError(
+            "mrworker: give the task type (map, reduce, commit-job or probe) or MRSCHED_TASK_TYPE"
+        )
     if args.app is None:
         raise UsageError("mrworker: give --app or MRSCHED_APP")
     if not args.output:
@@ -175,6 +213,7 @@ def build_task(args: argparse.Namespace, counters: Counters) -> Task:
         samples=args.samples,
         bytes_per_map=args.bytes_per_map,
         rows=args.rows,
+        output_factor=args.output_factor,
         seed=args.seed,
         wait_for_maps_s=args.wait_for_maps,
         counters=counters,
@@ -228,7 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
         log_path = args.termination_log
-        run(build_task(args, counters))
+        if args.command == "probe":
+            run_probe(build_probe(args), counters)
+        else:
+            run(build_task(args, counters))
     except UsageError as err:
         error, code = str(err), 2
     except TaskError as err:

@@ -45,6 +45,7 @@ class Task:
     pattern: str = ""
     samples: int = 0
     bytes_per_map: int = 0
+    output_factor: int = 10
     rows: int = 0
     seed: int = 0
     wait_for_maps_s: float = 0.0

@@ -4,30 +4,38 @@ A MapReduce task pod names its application, task type and input size (the operat
 program anyway); the emulator's model mode turns them into a task demand with the application's profile.
 Nothing here reads node capabilities: those stay hidden in the physics model.
 
-Environment variables read (all optional but ``MRSCHED_APP``):
+Environment variables read (all optional but ``MRSCHED_APP``, or ``MRSCHED_PROBE_KIND`` for a probe):
 
 * ``MRSCHED_APP``: a built-in application (``data/applications.yaml``).
-* ``MRSCHED_TASK_TYPE``: ``map`` (default), ``reduce``, or ``commit-job`` (the job commit after the last
-  task: a few renames and deletes, modelled as a small fixed demand).
+* ``MRSCHED_TASK_TYPE``: ``map`` (default), ``reduce``, ``commit-job`` (the job commit after the last
+  task: a few renames and deletes, modelled as a small fixed demand), or ``probe``.
+* ``MRSCHED_PROBE_KIND``, ``MRSCHED_PROBE_SCALE``: a probe task (seed 002 P3-A) of kind ``unit``, ``base``,
+  ``cpu`` or ``disk`` at a scale (default 1) carries the known work ``mrsched.core.probes.probe_demand``, the
+  same that the worker's ``mrworker probe`` does for real. Probe pods name no application.
 * ``MRSCHED_INPUT_BYTES``: bytes this task reads (its split, or its share of the shuffle).
 * ``MRSCHED_INPUT_HOSTS``: comma-separated nodes holding a replica of the input; when given and the pod's node
   is not among them, the input is fetched over the network instead of read from the local disk.
 
-A pod without ``MRSCHED_APP`` carries no finite work: like a server, it runs until it is deleted.
+A pod without ``MRSCHED_APP`` (and not a probe) carries no finite work: like a server, it runs until it is
+deleted.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, cast
 
 from mrsched.core.catalog import CatalogError, TaskType, application
 from mrsched.core.physics import TaskDemand
+from mrsched.core.probes import PROBE_KINDS, probe_demand
 
 APP_ENV = "MRSCHED_APP"
 TASK_TYPE_ENV = "MRSCHED_TASK_TYPE"
 INPUT_BYTES_ENV = "MRSCHED_INPUT_BYTES"
 INPUT_HOSTS_ENV = "MRSCHED_INPUT_HOSTS"
+PROBE_KIND_ENV = "MRSCHED_PROBE_KIND"
+PROBE_SCALE_ENV = "MRSCHED_PROBE_SCALE"
 
 
 #: Hadoop's commitJob: list the parts, delete the temporary tree, write _SUCCESS. [not in the papers]
@@ -63,6 +71,8 @@ def container_env(pod: Mapping[str, Any]) -> dict[str, str]:
 
 def demand_from_env(env: Mapping[str, str], node_name: str) -> TaskDemand | None:
     """The task's demand, or None when the pod declares no finite work."""
+    if env.get(TASK_TYPE_ENV) == "probe":
+        return _probe(env)
     app_name = env.get(APP_ENV)
     if not app_name:
         return None
@@ -70,7 +80,9 @@ def demand_from_env(env: Mapping[str, str], node_name: str) -> TaskDemand | None
     if task_type == "commit-job":
         return JOB_COMMIT
     if task_type not in ("map", "reduce"):
-        raise WorkloadError(f"{TASK_TYPE_ENV}={task_type!r}: must be 'map', 'reduce' or 'commit-job'")
+        raise WorkloadError(
+            f"{TASK_TYPE_ENV}={task_type!r}: must be 'map', 'reduce', 'commit-job' or 'probe'"
+        )
     try:
         input_bytes = float(env.get(INPUT_BYTES_ENV, "0"))
     except ValueError:
@@ -96,3 +108,18 @@ def demand_from_env(env: Mapping[str, str], node_name: str) -> TaskDemand | None
             memory_mb=demand.memory_mb,
         )
     return demand
+
+
+def _probe(env: Mapping[str, str]) -> TaskDemand:
+    """A probe task's known work (probe pods carry no application)."""
+    kind = env.get(PROBE_KIND_ENV, "")
+    if kind not in PROBE_KINDS:
+        raise WorkloadError(f"{PROBE_KIND_ENV}={kind!r}: a probe must be one of {', '.join(PROBE_KINDS)}")
+    raw = env.get(PROBE_SCALE_ENV, "1")
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = math.nan
+    if not (math.isfinite(scale) and scale > 0):
+        raise WorkloadError(f"{PROBE_SCALE_ENV}={raw!r}: must be a positive number")
+    return probe_demand(kind, scale)

@@ -13,7 +13,7 @@ PLURAL = "mapreducejobs"
 KIND = "MapReduceJob"
 
 #: Applications whose maps write the job's output themselves (no reduces).
-MAP_ONLY_APPS = frozenset({"randomwriter", "randomtextwriter", "teragen"})
+MAP_ONLY_APPS = frozenset({"randomwriter", "randomtextwriter", "teragen", "jio"})
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from mrworker.apps import generators, grep, pi, sort, wordcount
+from mrworker.apps import generators, grep, jio, pi, sort, wordcount
 from mrworker.task import Task
 
 
@@ -29,4 +29,5 @@ APPS: dict[str, App] = {
     "randomwriter": generators.RandomWriter(),
     "randomtextwriter": generators.RandomTextWriter(),
     "teragen": generators.TeraGen(),
+    "jio": jio.Jio(),
 }
