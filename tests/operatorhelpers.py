@@ -54,7 +54,8 @@ class OperatorProcess:
 
 def apply_crds(kube: Kube) -> None:
     kube.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
-    kube.kubectl("wait", "--for=condition=Established", "crd/mapreducejobs.mrsched.dev", "--timeout=60s")
+    for crd in ("mapreducejobs", "nodeprofiles", "appprofiles"):
+        kube.kubectl("wait", "--for=condition=Established", f"crd/{crd}.mrsched.dev", "--timeout=60s")
 
 
 def start_operator(

@@ -7,7 +7,7 @@ mrsched cluster fault NODE KIND [--intensity X] [--duration S] [--name N]
 mrsched cluster clear-faults NODE [--name N]
 mrsched run [--policy P] [--kubeconfig F] ...   (the operator)
 mrsched demo [--policy P]           (a small job end to end on a throw-away local cluster)
-mrsched simulate SCENARIO [--policies P,Q] [--seed S,T] [--out DIR]
+mrsched simulate SCENARIO [--policies P,Q] [--seed S,T] [--out DIR] [--load-state F] [--save-state F]
 mrsched emulator run ...            (the node-emulator process; the cluster commands start it)
 """
 
@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from mrsched.core.catalog import CatalogError, load_cluster_layout
 from mrsched.core.policy import PolicyConfigError
@@ -109,6 +110,11 @@ def _run_operator(args: argparse.Namespace) -> int:
         metrics_rate_window=args.metrics_rate_window,
         metrics_max_age_s=args.metrics_max_age_s,
         metrics_port=args.metrics_port,
+        policy_options=json.loads(args.policy_options) if args.policy_options else None,
+        probe_nodes=args.probe_nodes,
+        probe_namespace=args.probe_namespace,
+        probe_scale=args.probe_scale,
+        probe_repeats=args.probe_repeats,
     )
     run_operator(
         config,
@@ -135,10 +141,23 @@ def _simulate(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
     policies = args.policies.split(",") if args.policies else None
     seeds = [int(s) for s in args.seed.split(",")] if args.seed else None
-    summary, first = run_scenario(scenario, policies, seeds, progress=lambda line: print(line, flush=True))
+    loaded = json.loads(args.load_state.read_text()) if args.load_state else None
+    saved: dict[str, Any] | None = {} if args.save_state else None
+    summary, first = run_scenario(
+        scenario,
+        policies,
+        seeds,
+        progress=lambda line: print(line, flush=True),
+        load_state=loaded,
+        saved_state=saved,
+    )
     out = args.out or Path("results") / scenario.name
     write_report(summary, first, out)
     print(f"wrote {out}/results.json, report.md and plots")
+    if args.save_state and saved is not None:
+        args.save_state.parent.mkdir(parents=True, exist_ok=True)
+        args.save_state.write_text(json.dumps(saved, indent=1) + "\n")
+        print(f"wrote the learned state of {', '.join(saved)} to {args.save_state}")
     return 0
 
 
@@ -245,6 +264,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="seconds after which a node's metrics count as stale (default 30)",
     )
+    run_op.add_argument("--policy-options", help="the default policy's options as JSON (docs/policies.md)")
+    run_op.add_argument(
+        "--probe-nodes",
+        choices=("auto", "always", "never"),
+        help="run probe tasks on each new or changed node (default auto: when a policy in use needs them)",
+    )
+    run_op.add_argument("--probe-namespace", help="namespace of probe pods (default: the first watched)")
+    run_op.add_argument("--probe-scale", type=float, help="multiplies every probe's work (default 1)")
+    run_op.add_argument("--probe-repeats", type=int, help="runs of each probe kind per node (default 4)")
     run_op.add_argument("--metrics-port", type=int, help="/metrics port (default 9090)")
     run_op.add_argument("--liveness-port", type=int, default=8080, help="/healthz port (default 8080)")
     run_op.add_argument("--bind-address", default=os.environ.get("MRSCHED_BIND_ADDRESS", "127.0.0.1"))
@@ -264,6 +292,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--seed", help="comma-separated seeds (default: the scenario's)")
     simulate.add_argument("--out", type=Path, help="output directory (default: results/<scenario>)")
+    simulate.add_argument(
+        "--load-state",
+        type=Path,
+        help="JSON {policy: state} from --save-state: each policy starts from what an earlier run learned",
+    )
+    simulate.add_argument(
+        "--save-state",
+        type=Path,
+        help="write each policy's learned state (policy.state(), after its last seed) as JSON {policy: state}",
+    )
     simulate.set_defaults(func=_simulate)
 
     demo = commands.add_parser(

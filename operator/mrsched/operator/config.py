@@ -4,10 +4,11 @@ sets the latter)."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mrsched.core.probes import PROBE_REPEATS
 from mrsched.operator.nodemetrics import DEFAULT_QUERIES, FIELDS, MetricsSettings
 from mrsched.policies import policy_names
 
@@ -56,6 +57,18 @@ class OperatorConfig(BaseModel):
     #: Parallel pod creations (API round trips overlap; the API server orders them anyway).
     create_workers: int = Field(8, ge=1, le=64)
     metrics_port: int = 9090
+    #: Probe tasks measure each worker node's capability (seed 002 P3-A) for policies that need it:
+    #: ``auto`` when a policy in use needs probes, ``always``, or ``never``.
+    probe_nodes: Literal["auto", "always", "never"] = "auto"
+    #: Where probe pods run; empty: the first watched namespace, else ``default``.
+    probe_namespace: str = ""
+    #: Multiplies every probe's work (shorter probes on real nodes; capabilities stay in the same units).
+    probe_scale: float = Field(1.0, gt=0, le=10)
+    probe_repeats: int = Field(PROBE_REPEATS, ge=2, le=20)
+
+    @property
+    def probes_namespace(self) -> str:
+        return self.probe_namespace or (self.namespaces[0] if self.namespaces else "default")
 
     @field_validator("policy")
     @classmethod

@@ -158,6 +158,24 @@ class ClusterApi:
             )["items"]
         ]
 
+    def list_profiles(self, plural: str) -> list[dict[str, Any]]:
+        """Every NodeProfile or AppProfile (cluster-scoped)."""
+        return _items(
+            self.custom.list_cluster_custom_object(
+                API_GROUP, API_VERSION, plural, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
+            )
+        )
+
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        return _items(
+            self.core.list_namespaced_pod(
+                namespace,
+                label_selector=label_selector,
+                _request_timeout=REQUEST_TIMEOUT_S,
+                _preload_content=False,
+            )
+        )
+
     # writes -------------------------------------------------------------------------------------------------
 
     def create_pod(self, pod: dict[str, Any]) -> bool:
@@ -252,6 +270,44 @@ class ClusterApi:
         }
         with contextlib.suppress(ApiException):  # events are best effort; never fail a round over one
             _json(self.core.create_namespaced_event(meta["namespace"], body, _preload_content=False))
+
+    def write_profile(
+        self, plural: str, kind: str, name: str, spec: dict[str, Any], status: dict[str, Any]
+    ) -> str:
+        """Merge ``status`` into the cluster-scoped profile ``name``, creating it first if it does not exist.
+        Returns its uid (probe pods are owned by their node's profile)."""
+        try:
+            body = _json(
+                self.custom.patch_cluster_custom_object_status(
+                    API_GROUP,
+                    API_VERSION,
+                    plural,
+                    name,
+                    {"status": status},
+                    _preload_content=False,
+                    _content_type=MERGE_PATCH,
+                )
+            )
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            created = {
+                "apiVersion": f"{API_GROUP}/{API_VERSION}",
+                "kind": kind,
+                "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "mrsched"}},
+                "spec": spec,
+            }
+            try:
+                _json(
+                    self.custom.create_cluster_custom_object(
+                        API_GROUP, API_VERSION, plural, created, _preload_content=False
+                    )
+                )
+            except ApiException as create_err:
+                if create_err.status != 409:
+                    raise
+            return self.write_profile(plural, kind, name, spec, status)
+        return str(body["metadata"]["uid"])
 
     # leader election ------------------------------------------------------------------------------------------
 

@@ -15,11 +15,13 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
+
 from mrsched.core.model import Explanation, Job, Node, NodeMetrics, Placement, TaskOutcome
-from mrsched.core.policy import Policy
+from mrsched.core.policy import Policy, registered
 from mrsched.operator import snapshot as snap
 from mrsched.operator import status as job_status
 from mrsched.operator.config import OperatorConfig
@@ -28,6 +30,8 @@ from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.nodemetrics import NodeMetricsSource, prometheus_query
 from mrsched.operator.pods import JOB_UID_LABEL, PodAttempt, read_attempt, task_pod
+from mrsched.operator.probes import ProbeRunner
+from mrsched.operator.profiles import ProfileStore
 from mrsched.policies import make_policy
 
 log = logging.getLogger("mrsched.loop")
@@ -73,6 +77,10 @@ class SchedulingLoop:
         self._first_round = True
         self._pool = ThreadPoolExecutor(config.create_workers, thread_name_prefix="create")
         self.healthy_at = 0.0
+        self.profiles = ProfileStore(api, clock)
+        self.prober = ProbeRunner(api, self.profiles, config)
+        self._profiles_loaded = False
+        self._persist = True
 
     # running ----------------------------------------------------------------------------------------------
 
@@ -93,7 +101,9 @@ class SchedulingLoop:
     def policy(self, name: str) -> Policy:
         if name not in self.policies:
             options = self.config.policy_options if name == self.config.policy else {}
-            self.policies[name] = make_policy(name, options)
+            policy = self.policies[name] = make_policy(name, options)
+            # What it learned before a restart (the AppProfile and NodeProfile resources).
+            policy.load_state(self.profiles.policy_state(name))
         return self.policies[name]
 
     # one round --------------------------------------------------------------------------------------------
@@ -102,6 +112,8 @@ class SchedulingLoop:
         started = time.monotonic()
         stats = RoundStats()
         now = self.clock()
+        if not self._profiles_loaded:
+            self._load_profiles()
         nodes = [snap.read_node(n, self.config) for n in self.api.list_nodes()]
         workers = {
             n.node.name: n for n in nodes if snap.selector_matches(self.config.node_selector, n.labels)
@@ -129,13 +141,63 @@ class SchedulingLoop:
         for phase in ("Pending", "Running", "Succeeded", "Failed"):
             self.metrics.jobs.labels(phase).set(phases.get(phase, 0))
         self._learn(states, now)
+        probing = self._probe(workers)
+        usable = {name: info for name, info in usable.items() if name not in probing}
         self._place(active, usable, list(pods_by_name.values()), now, stats)
+        self._save_profiles(workers)
         self._first_round = False
         stats.seconds = time.monotonic() - started
         self.metrics.loop_seconds.observe(stats.seconds)
         self.metrics.last_round.set(self.clock())
         self.healthy_at = time.monotonic()
         return stats
+
+    # learned state ----------------------------------------------------------------------------------------
+
+    def _load_profiles(self) -> None:
+        try:
+            self.profiles.load()
+        except ApiException as err:
+            if err.status not in (403, 404):
+                raise
+            # Without the profile CRDs (or the right to read them) nothing learned survives a restart; say so.
+            log.warning(
+                "cannot read NodeProfiles/AppProfiles (%s %s): learned state will not persist; "
+                "install the CRDs in crds/ and the chart's RBAC",
+                err.status,
+                err.reason,
+            )
+            self._persist = False
+        self._profiles_loaded = True
+
+    def _probe(self, workers: dict[str, snap.NodeInfo]) -> set[str]:
+        """Nodes being probed (seed 002 P3-A): they take no tasks until their capability is known."""
+        mode = self.config.probe_nodes
+        wanted = mode == "always" or (
+            mode == "auto"
+            and (
+                registered()[self.config.policy].needs_probes
+                or any(p.needs_probes for p in self.policies.values())
+            )
+        )
+        if not wanted or not self._persist:
+            return set()
+        probing = self.prober.step(workers)
+        self.metrics.nodes_probing.set(len(probing))
+        return probing
+
+    def _save_profiles(self, workers: dict[str, snap.NodeInfo]) -> None:
+        if not self._persist:
+            return
+        nodes = {name: info.node for name, info in workers.items()}
+        for name, policy in self.policies.items():
+            state = policy.state()
+            if not state:
+                continue
+            try:
+                self.metrics.profile_writes.inc(self.profiles.save_policy_state(name, state, nodes))
+            except Exception as err:  # written again next round: the store records only successful writes
+                log.warning("saving %s's learned state: %s", name, err)
 
     # lifecycle --------------------------------------------------------------------------------------------
 
@@ -283,7 +345,9 @@ class SchedulingLoop:
         specs = {state.spec.uid: state.spec for _, state in active}
         used = snap.requested([*self.api.list_other_pods_on(), *task_pods]) if usable else {}
         creations: list[dict[str, Any]] = []
-        nodes: dict[str, Node] = {name: info.node for name, info in usable.items()}
+        nodes: dict[str, Node] = {
+            name: replace(info.node, probe=self.profiles.capability(name)) for name, info in usable.items()
+        }
         for name in sorted(by_policy, key=lambda n: n == KUBE_DEFAULT):
             jobs = by_policy[name]
             if name == KUBE_DEFAULT:
@@ -416,8 +480,6 @@ class SchedulingLoop:
 
 def _lost(attempt: PodAttempt) -> PodAttempt:
     """An attempt the operator gave up on (node lost, stuck): gone, and not counted as the task's failure."""
-    from dataclasses import replace
-
     return replace(attempt, phase="Failed", reason="NodeLost", deleting=True)
 
 
@@ -429,11 +491,16 @@ def _outcome(job: Job, task: TaskState, attempt: PodAttempt, now: float) -> Task
     assert task.kind != "commit", "the job commit is not a task the policies schedule"
     core_task = next(t for t in job.tasks(task.kind) if t.index == task.index)
     report = attempt.report
+    finished = attempt.finished or now
+    started = attempt.started or attempt.created
+    if report is not None and report.wall_s > 0:
+        # The task's own clock: sub-second, where the container's timestamps have whole seconds.
+        started = finished - report.wall_s
     return TaskOutcome(
         core_task,
         attempt.node or "",
-        attempt.started or attempt.created,
-        attempt.finished or now,
+        started,
+        finished,
         attempt.phase == "Succeeded",
         cpu_s=(report.cpu_user_s + report.cpu_system_s) if report else 0.0,
         read_bytes=report.read_bytes if report else 0,

@@ -38,6 +38,16 @@ class OperatorMetrics:
             "1 when the last read of node metrics from Prometheus succeeded",
             registry=r,
         )
+        self.nodes_probing = Gauge(
+            "mrsched_nodes_probing",
+            "Worker nodes running probe tasks (they take no tasks meanwhile)",
+            registry=r,
+        )
+        self.profile_writes = Counter(
+            "mrsched_profile_writes_total",
+            "Writes of learned state to NodeProfiles and AppProfiles",
+            registry=r,
+        )
         self.node_metrics = Gauge(
             "mrsched_node_metrics_nodes",
             "Worker nodes by the state of their live metrics (fresh, stale, missing, unavailable)",

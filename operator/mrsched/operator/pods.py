@@ -213,7 +213,7 @@ class PodAttempt:
         return self.phase == "Pending" and self.reason in FATAL_WAITING
 
 
-def _time(text: str | None) -> float | None:
+def parse_time(text: str | None) -> float | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
 
 
@@ -231,14 +231,14 @@ def read_attempt(pod: dict[str, Any]) -> PodAttempt | None:
     status = pod.get("status") or {}
     phase = status.get("phase", "Pending")
     reason, message = status.get("reason", ""), status.get("message", "")
-    started = _time(status.get("startTime"))
+    started = parse_time(status.get("startTime"))
     finished = exit_code = report = None
     for cs in status.get("containerStatuses") or []:
         state = cs.get("state") or {}
         if (term := state.get("terminated")) is not None:
             exit_code = term.get("exitCode")
-            finished = _time(term.get("finishedAt"))
-            started = _time(term.get("startedAt")) or started
+            finished = parse_time(term.get("finishedAt"))
+            started = parse_time(term.get("startedAt")) or started
             reason = reason or term.get("reason", "")
             message = term.get("message", "") or message
             try:
@@ -252,7 +252,7 @@ def read_attempt(pod: dict[str, Any]) -> PodAttempt | None:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and not reason:
             reason, message = cond.get("reason", ""), cond.get("message", "")
     if phase == "Failed" and finished is None:
-        finished = _time(status.get("startTime")) or _time(meta.get("creationTimestamp"))
+        finished = parse_time(status.get("startTime")) or parse_time(meta.get("creationTimestamp"))
     return PodAttempt(
         name=meta["name"],
         kind=kind,
@@ -260,7 +260,7 @@ def read_attempt(pod: dict[str, Any]) -> PodAttempt | None:
         attempt=attempt,
         node=(pod.get("spec") or {}).get("nodeName"),
         phase=phase,
-        created=_time(meta.get("creationTimestamp")) or 0.0,
+        created=parse_time(meta.get("creationTimestamp")) or 0.0,
         started=started,
         finished=finished,
         exit_code=exit_code,
