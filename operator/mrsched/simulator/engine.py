@@ -64,6 +64,9 @@ class SimulationResult:
     tasks_started: int
     tasks_failed: int
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Successful map attempts' durations (start to finish, seconds) by app and by node class: seed 002
+    #: Table 3.3's "average mapping time" per application.
+    map_times: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -142,6 +145,7 @@ class Simulation:
         self._dormant: list[str] = []
         self.started = 0
         self.failed_attempts = 0
+        self.map_times: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
 
     # --- physics glue -----------------------------------------------------------------------------------------
 
@@ -227,6 +231,7 @@ class Simulation:
             self.events,
             self.started,
             self.failed_attempts,
+            map_times={app: dict(by_class) for app, by_class in self.map_times.items()},
         )
 
     def _wake_heartbeats(self, now: float) -> None:
@@ -338,6 +343,7 @@ class Simulation:
         task.done = True
         self.work_done += isolated_duration(self.noise_free_capabilities[node], run.demand)
         if task.kind == "map":
+            self.map_times[job.app][self.nodes[node].node_class].append(now - run.attempt.start_s)
             job.finished_maps += 1
             self._map_nodes[job.id][node] += 1
             if job.finished_maps == len(job.maps):

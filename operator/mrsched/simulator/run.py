@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
+import math
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from mrsched.core.catalog import application, expand_layout
 from mrsched.core.model import Job
@@ -13,7 +17,7 @@ from mrsched.core.physics import isolated_duration
 from mrsched.core.policy import Oracle
 from mrsched.policies import make_policy
 from mrsched.simulator.engine import Simulation, SimulationResult
-from mrsched.simulator.scenario import Scenario
+from mrsched.simulator.scenario import Scenario, policy_name
 from mrsched.simulator.workload import build_jobs
 
 
@@ -41,7 +45,74 @@ def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
         critical = max(critical, job.submit_s + fastest.get("map", 0.0) + fastest.get("reduce", 0.0))
     first = min((j.submit_s for j in jobs), default=0.0)
     work = first + max(cpu_work / cpu_capacity, disk_work / disk_capacity)
-    return {"makespan_s": max(work, critical), "work_bound_s": work, "critical_path_s": critical}
+    return {
+        "makespan_s": max(work, critical),
+        "work_bound_s": work,
+        "critical_path_s": critical,
+        "slot_bound_s": slot_bound(sim, jobs),
+    }
+
+
+def slot_bound(sim: Simulation, jobs: list[Job]) -> float:
+    """A lower bound for slot-based schedulers (Hadoop 1's fixed map slots; the oracle policy ignores slots):
+    the map phase alone, as the fractional assignment of every job's maps to the nodes' map slots that
+    finishes soonest (a small LP), with each map on node n holding its slot for its noise-free isolated time
+    rounded up to n's heartbeat (a slot is refilled only at a heartbeat; input local, no contention, so the
+    bound is optimistic). NaN when there are no maps or the LP solver is missing."""
+    heartbeat = sim.heartbeat_s
+    caps = sim.noise_free_capabilities
+    names = [n for n in caps if sim.nodes[n].map_slots > 0]
+    mapped = [j for j in jobs if j.maps]
+    if not mapped or not names:
+        return math.nan
+    try:
+        linprog = importlib.import_module("scipy.optimize").linprog
+    except ImportError:  # scipy comes with scikit-learn, but keep the simulator usable without it
+        return math.nan
+    n_jobs, n_nodes = len(mapped), len(names)
+    occupancy = np.zeros((n_jobs, n_nodes))
+    for a, job in enumerate(mapped):
+        demand = application(job.app).profile("map").demand(job.maps[0].input_mb)
+        for b, name in enumerate(names):
+            d = isolated_duration(caps[name], demand)
+            occupancy[a, b] = math.ceil(d / heartbeat - 1e-9) * heartbeat
+    # Variables: x[a, b] (maps of job a on node b), then T. Minimise T.
+    size = n_jobs * n_nodes + 1
+    c = np.zeros(size)
+    c[-1] = 1.0
+    a_eq = np.zeros((n_jobs, size))
+    for a in range(n_jobs):
+        a_eq[a, a * n_nodes : (a + 1) * n_nodes] = 1.0
+    b_eq = np.array([float(len(j.maps)) for j in mapped])
+    a_ub = np.zeros((n_nodes, size))
+    for b, name in enumerate(names):
+        for a in range(n_jobs):
+            a_ub[b, a * n_nodes + b] = occupancy[a, b]
+        a_ub[b, -1] = -float(sim.nodes[name].map_slots)
+    result = linprog(c, A_ub=a_ub, b_ub=np.zeros(n_nodes), A_eq=a_eq, b_eq=b_eq, bounds=(0, None))
+    if not result.success:
+        return math.nan
+    first = min(j.submit_s for j in mapped)
+    return first + float(result.x[-1])
+
+
+def map_time_summary(results: list[SimulationResult]) -> dict[str, Any]:
+    """Mean successful map time per app over all seeds, overall and per node class (Table 3.3), and the share
+    of each app's maps that ran on each node class."""
+    pooled: dict[str, dict[str, list[float]]] = {}
+    for r in results:
+        for app, by_class in r.map_times.items():
+            for cls, times in by_class.items():
+                pooled.setdefault(app, {}).setdefault(cls, []).extend(times)
+    out: dict[str, Any] = {}
+    for app, by_class in sorted(pooled.items()):
+        every = [t for times in by_class.values() for t in times]
+        out[app] = {
+            "mean_s": statistics.fmean(every),
+            "by_class_mean_s": {c: statistics.fmean(t) for c, t in sorted(by_class.items())},
+            "by_class_share": {c: len(t) / len(every) for c, t in sorted(by_class.items())},
+        }
+    return out
 
 
 def summarise(result: SimulationResult) -> dict[str, Any]:
@@ -82,6 +153,11 @@ def summarise(result: SimulationResult) -> dict[str, Any]:
     }
 
 
+def _finite_mean(values: list[float]) -> float | None:
+    """The mean, or None (JSON null) when any value is NaN (a bound that could not be computed)."""
+    return None if any(math.isnan(v) for v in values) else statistics.fmean(values)
+
+
 def _mean(runs: list[dict[str, Any]], key: str) -> float:
     return statistics.fmean(r[key] for r in runs)
 
@@ -91,9 +167,16 @@ def run_scenario(
     policies: list[str] | None = None,
     seeds: list[int] | None = None,
     progress: Callable[[str], None] | None = None,
+    *,
+    load_state: dict[str, Any] | None = None,
+    saved_state: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, SimulationResult]]:
     """Every policy on every seed (identical workload per seed), and the lower bound: the summary that
-    results.json holds, and each policy's first-seed result (for plots)."""
+    results.json holds, and each policy's first-seed result (for plots).
+
+    Learned state (``policy.state()``, e.g. ThroughputScheduler's posteriors) as the operator keeps it across
+    restarts: ``load_state`` maps a policy entry to the state every seed's run of it starts from; when
+    ``saved_state`` is a dict, each entry's state after its last seed's run is written into it."""
     policies = policies or scenario.policies
     seeds = seeds or scenario.seeds
     nodes = [n.name for n in expand_layout(scenario.cluster.nodes)]
@@ -112,19 +195,24 @@ def run_scenario(
             jobs = build_jobs(scenario, nodes, seed)
 
             def factory(oracle: Oracle, name: str = name, seed: int = seed) -> Any:
-                return make_policy(name, seed=seed, oracle=oracle)
+                policy = make_policy(policy_name(name), scenario.options_for(name), seed=seed, oracle=oracle)
+                if load_state and name in load_state:
+                    policy.load_state(load_state[name])
+                return policy
 
             sim = Simulation(scenario.cluster, jobs, factory, seed=seed)
             if name == policies[0]:
                 bounds.append(lower_bound(sim, jobs))  # before the run: it needs the jobs untouched
             result = sim.run()
+            if saved_state is not None:
+                saved_state[name] = sim.policy.state()
             raw.setdefault(name, []).append(result)
             if progress:
                 progress(
                     f"{scenario.name}: {name} seed {seed}: makespan {result.makespan_s:.0f} s, "
                     f"{result.events} events in {time.monotonic() - started:.1f} s"
                 )
-    out["lower_bound"] = {k: statistics.fmean(b[k] for b in bounds) for k in bounds[0]}
+    out["lower_bound"] = {k: _finite_mean([b[k] for b in bounds]) for k in bounds[0]}
     for name, results in raw.items():
         runs = [summarise(r) for r in results]
         first = runs[0]
@@ -143,6 +231,10 @@ def run_scenario(
             "per_seed": [{k: v for k, v in r.items() if k != "jobs"} for r in runs],
             "locality": first["locality"],
             "mean_job_time_by_user_s": first["mean_job_time_by_user_s"],
+            "makespan_sd_s": statistics.pstdev(r["makespan_s"] for r in runs),
+            "makespan_min_s": min(r["makespan_s"] for r in runs),
+            "makespan_max_s": max(r["makespan_s"] for r in runs),
+            "map_times": map_time_summary(results),
             "failed_jobs": sum(r["failed_jobs"] for r in runs),
             "jobs": first["jobs"],
         }

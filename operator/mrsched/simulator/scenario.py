@@ -20,6 +20,10 @@ Example (every key is described on its model below)::
     policies: [fifo, fair, capacity, kube-default, oracle]
     seeds: [1, 2, 3, 4, 5]
 
+A policy entry is a registered policy name, or ``name:variant`` to run the same policy twice with different
+options; ``policyOptions`` maps an entry (the full ``name:variant`` label, else the bare name) to that policy's
+options, e.g. ``policyOptions: {"throughput:known": {profiles: {pi: {thetaC: 10, thetaD: 0.05}}}}``.
+
 Instead of (or besides) ``jobs``, ``workload.trace`` replays a trace file (``format``: swim, sls or rumen), and
 ``workload.interArrival`` re-draws the submission gaps of the listed jobs from a SWIM trace (seed 002 §4.2).
 """
@@ -27,7 +31,7 @@ Instead of (or besides) ``jobs``, ``workload.trace`` replays a trace file (``for
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -40,6 +44,11 @@ class _Strict(BaseModel):
 
 
 DEFAULT_POLICIES = ("fifo", "fair", "capacity", "kube-default", "oracle")
+
+
+def policy_name(label: str) -> str:
+    """The registered policy behind a scenario's policy entry (``throughput:known`` -> ``throughput``)."""
+    return label.split(":", 1)[0]
 
 
 class ScenarioError(ValueError):
@@ -131,8 +140,15 @@ class Scenario(_Strict):
     cluster: ClusterSpec
     workload: WorkloadSpec
     policies: list[str] = Field(default_factory=lambda: list(DEFAULT_POLICIES))
+    #: Options per policy entry (label ``name:variant`` or bare name), passed to the policy's config.
+    policy_options: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="policyOptions")
     seeds: list[int] = Field(default_factory=lambda: [1])
     base_dir: Path = Field(Path("."), exclude=True)
+
+    def options_for(self, label: str) -> dict[str, Any] | None:
+        """The options of a policy entry: its own label's, else its bare policy name's."""
+        found = self.policy_options.get(label)
+        return found if found is not None else self.policy_options.get(policy_name(label))
 
     def resolve(self, relative: str) -> Path:
         path = Path(relative)
