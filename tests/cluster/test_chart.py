@@ -102,7 +102,9 @@ def test_chart_lints_strictly_and_renders_a_least_privilege_operator(helm: Helm)
             "ServiceAccount",
             "ClusterRole",
             "ClusterRoleBinding",
-            "Role",
+            "Role",  # the Lease
+            "RoleBinding",
+            "Role",  # probe pods
             "RoleBinding",
             "Service",
             "Deployment",
@@ -138,9 +140,14 @@ def test_chart_lints_strictly_and_renders_a_least_privilege_operator(helm: Helm)
     granted = {(r, v) for rule in cluster_role["rules"] for r in rule["resources"] for v in rule["verbs"]}
     assert ("mapreducejobs/status", "patch") in granted and ("pods", "create") in granted
     assert not any(v in {"*", "get", "update", "patch"} for r, v in granted if r in {"nodes", "pods"})
-    (lease_role,) = by_kind(docs, "Role")
-    assert lease_role["metadata"]["namespace"] == "mrsched-system"
-    assert [rule.get("resourceNames") for rule in lease_role["rules"]] == [None, [LEASE]]
+    roles = {r["metadata"]["name"].rsplit("-", 1)[-1]: r for r in by_kind(docs, "Role")}
+    assert sorted(roles) == ["leader", "probes"]
+    assert {r["metadata"]["namespace"] for r in roles.values()} == {"mrsched-system"}
+    assert [rule.get("resourceNames") for rule in roles["leader"]["rules"]] == [None, [LEASE]]
+    # Probe pods only in the release namespace: create, list, delete; never get, patch, exec.
+    assert [(r["resources"], r["verbs"]) for r in roles["probes"]["rules"]] == [
+        (["pods"], ["create", "list", "delete"])
+    ]
 
     # Namespaced: the ClusterRole keeps only what is cluster-wide by nature; a Role in each watched namespace.
     docs = helm.render("--set", "watchNamespaces={jobs-a,jobs-b}", "--set", "serviceMonitor.enabled=true")
@@ -149,6 +156,8 @@ def test_chart_lints_strictly_and_renders_a_least_privilege_operator(helm: Helm)
         (["nodes"], ["list"]),
         (["pods"], ["list"]),
         (["customresourcedefinitions"], ["list", "watch"]),
+        (["nodeprofiles", "appprofiles"], ["list", "create"]),
+        (["nodeprofiles/status", "appprofiles/status"], ["patch"]),
         (["namespaces"], ["list", "watch"]),
     ]
     job_roles = [r for r in by_kind(docs, "Role") if r["metadata"]["name"].endswith("-jobs")]
@@ -173,8 +182,10 @@ def test_the_deployments_environment_is_a_valid_operator_configuration(helm: Hel
         "prometheus.url=http://prometheus:9090,prometheus.nodeLabel=instance,prometheus.maxAgeSeconds=45",
         "--set",
         "prometheus.rateWindow=2m,prometheus.queries.load1=node_load5,metrics.port=9100",
+        "--set",
+        "probes.mode=always,probes.scale=0.25,probes.repeats=3",
     )
-    env = env_of(by_kind(docs, "Deployment")[0])
+    env = _downward(env_of(by_kind(docs, "Deployment")[0]))
     process_only = {"MRSCHED_BIND_ADDRESS", "MRSCHED_LEASE_NAMESPACE"}  # flags' defaults, not settings
     settings = {k: v for k, v in env.items() if k.startswith("MRSCHED_") and k not in process_only}
     unknown = {k for k in settings if k.removeprefix("MRSCHED_").lower() not in OperatorConfig.model_fields}
@@ -189,13 +200,26 @@ def test_the_deployments_environment_is_a_valid_operator_configuration(helm: Hel
     assert config.prometheus_url == "http://prometheus:9090" and config.metrics_node_label == "instance"
     assert config.metrics_max_age_s == 45 and config.metrics_rate_window == "2m"
     assert config.metrics_queries == {"load1": "node_load5"}
+    assert (config.probe_nodes, config.probe_scale, config.probe_repeats) == ("always", 0.25, 3)
+    assert config.probes_namespace == "mrsched-system"  # probe pods where the probe Role allows them
 
     defaults = OperatorConfig.from_env(
-        {k: v for k, v in env_of(by_kind(helm.render(), "Deployment")[0]).items() if k not in process_only}
+        {
+            k: v
+            for k, v in _downward(env_of(by_kind(helm.render(), "Deployment")[0])).items()
+            if k not in process_only
+        }
     )
-    assert defaults.model_dump(exclude={"worker_image"}) == OperatorConfig().model_dump(
-        exclude={"worker_image"}
+    # Apart from the image tag and the release namespace for probes, the chart's defaults are the operator's.
+    assert defaults.model_dump(exclude={"worker_image", "probe_namespace"}) == OperatorConfig().model_dump(
+        exclude={"worker_image", "probe_namespace"}
     )
+
+
+def _downward(env: dict[str, Any]) -> dict[str, Any]:
+    """What the downward API puts into the variables the chart fills from the pod's own namespace."""
+    namespace = {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    return {k: "mrsched-system" if v == namespace else v for k, v in env.items()}
 
 
 @pytest.mark.parametrize(
@@ -336,6 +360,8 @@ def test_install_and_uninstall(kube: Kube, namespace: str, helm: Helm) -> None:
         f"service/{name}-metrics",
         f"role.rbac.authorization.k8s.io/{name}-leader",
         f"rolebinding.rbac.authorization.k8s.io/{name}-leader",
+        f"role.rbac.authorization.k8s.io/{name}-probes",
+        f"rolebinding.rbac.authorization.k8s.io/{name}-probes",
     ]
     cluster = [
         f"clusterrole.rbac.authorization.k8s.io/{name}-{namespace}",
