@@ -175,3 +175,32 @@ def test_throughput_learns_nodes_and_apps_and_keeps_them_across_a_restart(
         print("throughput / kube-default:", round(times["throughput"] / times["kube-default"], 3))
     finally:
         restarted.stop()
+
+
+def test_a_node_that_cannot_be_probed_says_why_and_still_runs_tasks(
+    kube: Kube, namespace: str, tmp_path: Path, emulate: EmulateFactory
+) -> None:
+    apply_crds(kube)
+    (node,) = emulate({"gupta-new-2core": 1}, time_scale=TIME_SCALE).nodes
+    # Probe pods go to a namespace that does not exist: every create is refused.
+    handle = start_operator(
+        kube,
+        namespace,
+        tmp_path / "logs",
+        policy="throughput",
+        extra=("--probe-namespace", "no-such-namespace"),
+    )
+    try:
+        apply(kube, namespace, pi("unprobed", 4, "throughput"))
+        job = wait_phase(kube, namespace, "unprobed", ("Succeeded", "Failed"), 120)
+        assert job["status"]["phase"] == "Succeeded"
+        status = profiles(kube, "nodeprofiles")[node]
+        assert status["phase"] == "Failed" and "no-such-namespace" in status["message"], status
+        placed = [
+            json.loads(p["metadata"]["annotations"]["mrsched.dev/placement"])
+            for p in task_pods(kube, namespace, "unprobed")
+            if p["metadata"]["labels"]["mrsched.dev/task-type"] == "map"
+        ]
+        assert placed and all("no probed capability" in p["reason"] for p in placed), placed
+    finally:
+        handle.stop()

@@ -13,6 +13,7 @@ throughput policy serves it FIFO) until its fingerprint changes or its profile i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
@@ -135,6 +136,7 @@ class ProbeResult:
     phase: str
     duration_s: float | None
     message: str
+    deleting: bool = False
 
 
 def read_probe(pod: dict[str, Any]) -> ProbeResult | None:
@@ -159,9 +161,15 @@ def read_probe(pod: dict[str, Any]) -> ProbeResult | None:
             else:
                 started, finished = parse_time(term.get("startedAt")), parse_time(term.get("finishedAt"))
                 duration = finished - started if started and finished else None
-    if meta.get("deletionTimestamp"):
-        phase = "Failed" if phase not in ("Succeeded", "Failed") else phase
-    return ProbeResult(meta["name"], run, labels.get(KIND_LABEL, ""), phase, duration, message)
+    return ProbeResult(
+        meta["name"],
+        run,
+        labels.get(KIND_LABEL, ""),
+        phase,
+        duration,
+        message,
+        bool(meta.get("deletionTimestamp")),
+    )
 
 
 class ProbeRunner:
@@ -172,6 +180,7 @@ class ProbeRunner:
         self.store = store
         self.config = config
         self.plan = probe_plan(config.probe_repeats)
+        self._errors: dict[str, int] = {}  # consecutive API errors per node
 
     def needs_probe(self, info: NodeInfo) -> bool:
         status = self.store.nodes.get(info.node.name) or {}
@@ -187,16 +196,27 @@ class ProbeRunner:
         pods: dict[str, list[ProbeResult]] = defaultdict(list)
         for pod in self.api.list_pods(self.config.probes_namespace, NODE_LABEL):
             node = (pod["metadata"].get("annotations") or {}).get("mrsched.dev/node", "")
-            if (result := read_probe(pod)) is not None:
+            # Pods being deleted belong to a finished or abandoned plan: they neither count nor block.
+            if (result := read_probe(pod)) is not None and not result.deleting:
                 pods[node].append(result)
         probing = set()
         for name, info in sorted(todo.items()):
             try:
                 if self._advance(name, info, pods.get(name, [])):
                     probing.add(name)
+                self._errors.pop(name, None)
             except Exception as err:  # one node's trouble never stops the others or the round
-                log.warning("probing %s: %s", name, err)
-                probing.add(name)
+                self._errors[name] = self._errors.get(name, 0) + 1
+                log.warning("probing %s (error %d): %s", name, self._errors[name], err)
+                if self._errors[name] < MAX_PROBE_FAILURES:
+                    probing.add(name)
+                    continue
+                # Say so where users look, and let the node work without a capability rather than idle.
+                with contextlib.suppress(Exception):
+                    self.store.write_node(
+                        name, {"phase": "Failed", "message": f"probing failed: {err}"[:1024]}
+                    )
+                self._errors.pop(name, None)
         return probing
 
     def _advance(self, node: str, info: NodeInfo, results: list[ProbeResult]) -> bool:
