@@ -9,8 +9,9 @@ import itertools
 import numpy as np
 import pytest
 
-from mrsched.core.model import ClusterSnapshot, Job, Node, Task, TaskOutcome
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
 from mrsched.policies.dara import (
+    OFFLINE_ALPHAS,
     Dara,
     DaraConfig,
     Fit,
@@ -155,7 +156,7 @@ def test_optimum_matches_plain_enumeration_on_a_mixed_node() -> None:
     # Table 4.1-like apps that share both resources: compare with a plain Python enumeration.
     lam, c, d, mem = arr(10, 40, 48), arr(10, 30, 5), arr(5, 140, 500), arr(230, 300, 280)
     ac, ad = 0.0154, 0.002
-    best, best_x = -1.0, ()
+    best, best_x = -1.0, tuple[int, ...]()
     for x in itertools.product(range(20), repeat=3):
         xv = arr(*x)
         if float(xv @ mem) >= 12288:
@@ -221,7 +222,7 @@ def run_rounds(policy: Dara, snapshot: ClusterSnapshot, node: str = "n0") -> lis
 
 
 def test_schedule_fills_node_to_the_optimal_mix_and_stops() -> None:
-    policy = fitted_dara()
+    policy = fitted_dara(assignMultiple=True)
     node = make_node()
     snapshot = ClusterSnapshot(0.0, {"n0": node}, {"n0": []}, [make_job("A", 30), make_job("B", 30)])
     placements = policy.assign(snapshot, "n0")
@@ -236,7 +237,7 @@ def test_schedule_fills_node_to_the_optimal_mix_and_stops() -> None:
 
 
 def test_schedule_prefers_the_local_tier_over_the_deficit() -> None:
-    policy = fitted_dara()
+    policy = fitted_dara(assignMultiple=True)
     nodes = {"n0": make_node("n0", rack="r0"), "n9": make_node("n9", rack="r9")}
     far_a = make_job("A", 5, replicas=("n9",))  # off-rack for n0
     local_b = make_job("B", 5, replicas=("n0",))
@@ -249,9 +250,20 @@ def test_schedule_prefers_the_local_tier_over_the_deficit() -> None:
 
 
 def test_literal_reading_fills_map_slots_only() -> None:
-    policy = fitted_dara(literal=True)
+    policy = fitted_dara(literal=True, assignMultiple=True)
     snapshot = ClusterSnapshot(0.0, {"n0": make_node()}, {"n0": []}, [make_job("A", 30), make_job("B", 30)])
     assert run_rounds(policy, snapshot) == ["A", "A"]  # the node's 2 map slots, largest deficit first
+
+
+def test_schedule_launches_one_map_per_heartbeat_by_default() -> None:
+    # Alg 4.3.3: DARA_SCHEDULE launches one task per request; filling the node takes Σ x* heartbeats.
+    policy = fitted_dara()
+    job_a, job_b = make_job("A", 30), make_job("B", 30)
+    snapshot = ClusterSnapshot(0.0, {"n0": make_node()}, {"n0": []}, [job_a, job_b])
+    placed = [run_rounds(policy, snapshot) for _ in range(18)]
+    assert all(len(p) == 1 for p in placed[:16]) and placed[16:] == [[], []]
+    flat = [p[0] for p in placed[:16]]
+    assert flat.count("A") == 11 and flat.count("B") == 5
 
 
 def test_profiling_map_for_a_new_application() -> None:
@@ -263,7 +275,7 @@ def test_profiling_map_for_a_new_application() -> None:
 
 def test_outcomes_give_profile_and_time_averaged_mix() -> None:
     # Unfitted: the Fair-like fallback starts one map per heartbeat.
-    policy = Dara(DaraConfig(taskMemoryMB=300.0))
+    policy = Dara(DaraConfig.model_validate({"taskMemoryMB": 300.0}))
     node = make_node()
     job = make_job("A", 4)
     policy.on_job_submitted(job, 0.0)
@@ -293,12 +305,64 @@ def test_state_round_trips_through_json() -> None:
     import json
 
     policy = fitted_dara()
+    policy._apps = {"A": "appA", "B": "appB"}  # jobs A and B run applications appA and appB
     policy.add_application("A", {"n0": make_node()})
     policy.observations.append(Observation("A", "k", 5.0, {"A": 2.0}))
+    policy._obs_count["A"] = 1
+    policy._class_count["k"] = 1
     state = json.loads(json.dumps(policy.state()))
+    # The shape the operator writes to custom resources: per application name, camelCase, JSON values only.
+    assert set(state) == {"apps", "nodeClasses"}
+    assert state["apps"]["appA"] == {
+        "lambdaS": 12.0,
+        "cpuS": 1.0,
+        "ioMB": 0.0,
+        "memoryMB": 230.0,
+        "observations": 1,
+        "member": True,
+        "jobs": ["A"],
+        "optimalContainers": {"n0": 12},
+    }
+    assert state["apps"]["appB"]["member"] is False and state["apps"]["appB"]["lambdaS"] == 10.0
+    assert state["nodeClasses"]["k"] == {
+        "alphaC": ALPHA_C,
+        "alphaD": ALPHA_D,
+        "observations": 1,
+        "fitted": True,
+    }
     other = Dara()
     other.load_state(state)
-    assert other.state() == policy.state()
+    assert other.state() == state  # the round trip
+    # Unknown fields (a newer operator's, or the resource's own) are ignored, and written back unchanged.
+    state["apps"]["appA"]["futureField"] = [1, 2]
+    state["nodeClasses"]["k"]["rmsePct"] = 30
+    state["generation"] = 7
+    other = Dara()
+    other.load_state(state)
+    assert other.state()["apps"]["appA"]["futureField"] == [1, 2]
+    assert "k" in other.fitted_classes and other.offline["k"] == (ALPHA_C, ALPHA_D)
+    # A job of a saved application starts from its θ and λ: in the optimisation at once, no profiling map.
+    job = Job("J", "appA", 0.0, [Task("J", "map", i, 64.0, ()) for i in range(30)], [])
+    snapshot = ClusterSnapshot(0.0, {"n0": make_node()}, {"n0": []}, [job])
+    placements = other.assign(snapshot, "n0")
+    assert other.profiles["J"] == Profile(1.0, 0.0, 230.0) and other.fit.lam["J"] == 12.0
+    assert other.optimal == {"n0": {"J": 12}}
+    assert "profiling" not in placements[0].explanation.reason
+    assert other.state()["apps"]["appA"]["jobs"] == ["J"]
+
+
+def test_load_state_tolerates_an_empty_or_partial_state() -> None:
+    policy = Dara(DaraConfig.model_validate({"alphas": OFFLINE_ALPHAS}))
+    policy.load_state({})
+    assert policy.state()["apps"] == {}
+    assert policy.state()["nodeClasses"]["dara-8core"]["fitted"]  # the offline π^M stays
+    policy.load_state({"apps": {"A": {"lambdaS": 3.0}, "B": 7}, "nodeClasses": {"x": {"alphaC": 1.0}}})
+    assert "x" not in policy.fit.alpha
+    snapshot = ClusterSnapshot(
+        0.0, {"n0": make_node()}, {"n0": []}, [Job("j", "A", 0.0, [Task("j", "map", 0, 1.0, ())], [])]
+    )
+    policy.assign(snapshot, "n0")
+    assert "j" not in policy.profiles  # no θ saved for A: its job is profiled as usual
 
 
 def test_fit_replaces_a_non_positive_size_by_the_shortest_time() -> None:
@@ -320,3 +384,90 @@ def test_idle_node_with_an_all_zero_optimum_falls_back_to_fair() -> None:
     assert [p.task.job_id for p in placements] == ["A"]
     assert "fallback" in placements[0].explanation.reason
     assert policy.assign(snapshot, "n0") == []  # a map now runs there: x* = 0 holds
+
+
+# --- offline α's, λ from the profiling map, the FairScheduler underneath -----------------------------------
+
+
+def test_fit_with_fixed_alphas_fits_only_the_sizes() -> None:
+    # α fixed at (0.5, 0) for class k: t − 0.5·c·L_c² is λ exactly, whatever the load.
+    profiles = {"a": Profile(2.0, 0.0, 100.0)}
+    obs = [Observation("a", "k", 7.0 + 0.5 * 2.0 * x * x, {"a": float(x)}) for x in (1, 3, 5)]
+    fit = fit_load_model(obs, profiles, {"k": (0.5, 0.0)})
+    assert fit.alpha == {"k": (0.5, 0.0)}
+    assert fit.lam["a"] == pytest.approx(7.0)
+    assert fit_load_model([], profiles, {"k": (0.5, 0.0)}).alpha == {"k": (0.5, 0.0)}
+
+
+def test_offline_alphas_make_the_class_fitted_from_the_start() -> None:
+    policy = Dara(DaraConfig.model_validate({"alphas": {"k": [ALPHA_C, ALPHA_D]}}))
+    assert "k" in policy.fitted_classes and policy.fit.alpha["k"] == (ALPHA_C, ALPHA_D)
+    snapshot = ClusterSnapshot(0.0, {"n0": make_node()}, {"n0": []}, [make_job("C", 10)])
+    # The node is DARA's from the start: C is unmeasured, so one profiling map and nothing else (I4-6)...
+    assert run_rounds(policy, snapshot) == ["C"]
+    assert run_rounds(policy, snapshot) == []
+
+
+def test_lambda_from_the_profiling_map_is_normalised_and_floored_at_its_cpu_time() -> None:
+    policy = fitted_dara()
+    policy.profiles["C"] = Profile(4.0, 0.0, 100.0)
+    # Alone on the node (mix 1, L_c = 1): λ = t − c·α_c·1 = 20 − 4/12.
+    assert policy._profile_lambda(Observation("C", "k", 20.0, {"C": 1.0})) == pytest.approx(20.0 - 4.0 / 12)
+    # Next to 11 maps of A (L_c = 12): the model explains more than the whole 20 s, so λ = c = 4 s.
+    assert policy._profile_lambda(Observation("C", "k", 20.0, {"C": 1.0, "A": 11.0})) == pytest.approx(4.0)
+
+
+def test_lambda_is_measured_once_per_application() -> None:
+    policy = Dara(DaraConfig.model_validate({"alphas": {"k": [ALPHA_C, ALPHA_D]}}))
+    policy.profiles["C"] = Profile(4.0, 0.0, 100.0)
+    first = Observation("C", "k", 20.0, {"C": 1.0})
+    policy._first["C"] = first
+    policy.observations.extend([first, Observation("C", "k", 50.0, {"C": 1.0})])
+    policy.refit()
+    assert policy.fit.lam["C"] == pytest.approx(20.0 - 4.0 / 12)
+    policy.observations.append(Observation("C", "k", 90.0, {"C": 1.0}))
+    policy.refit()
+    assert policy.fit.lam["C"] == pytest.approx(20.0 - 4.0 / 12)  # Alg 4.3.1 profiles once
+    refitting = Dara(DaraConfig.model_validate({"lambdaFrom": "fit", "alphas": {"k": [ALPHA_C, ALPHA_D]}}))
+    refitting.profiles = dict(policy.profiles)
+    refitting.observations.extend(policy.observations)
+    refitting.refit()
+    assert refitting.fit.lam["C"] == pytest.approx((20 + 50 + 90) / 3 - 4.0 / 12)
+
+
+def test_unfitted_node_class_is_scheduled_by_the_fair_policy() -> None:
+    # Class k has no offline α and no observations: the composed Fair policy decides, maps and reduces.
+    policy = Dara()
+    nodes = {"n0": make_node("n0"), "n1": make_node("n1")}
+    busy, idle = make_job("A", 10, submit=0.0), make_job("B", 10, submit=1.0)
+    snapshot = ClusterSnapshot(0.0, nodes, {"n0": [], "n1": []}, [busy, idle])
+    snapshot.commit(Placement(busy.maps[9], "n1", Explanation("test", 0.0, "setup")))
+    placements = policy.assign(snapshot, "n0")
+    # Fair: one map per heartbeat, to the job with the fewest running maps (B), not the first submitted.
+    assert [p.task.job_id for p in placements] == ["B"]
+    assert placements[0].explanation.policy == "dara"
+    assert "fair fallback" in placements[0].explanation.reason
+    assert "furthest below its share" in placements[0].explanation.reason
+
+
+def test_reduces_follow_the_fair_order_on_dara_nodes() -> None:
+    policy = fitted_dara()
+    node = make_node()
+    a = Job("A", "x", 0.0, [], [Task("A", "reduce", 0, 0.0, ())])
+    b = Job("B", "x", 1.0, [], [Task("B", "reduce", 0, 0.0, ())])
+    snapshot = ClusterSnapshot(0.0, {"n0": node}, {"n0": []}, [a, b])
+    a.running_reduces = 1  # A already runs a reduce elsewhere: Fair gives this node's reduce slot to B
+    placements = policy.assign(snapshot, "n0")
+    assert [(p.task.job_id, p.task.kind) for p in placements] == [("B", "reduce")]
+    assert "FairScheduler" in placements[0].explanation.reason
+
+
+def test_memory_per_map_is_the_applications_peak_not_the_request() -> None:
+    policy = Dara()
+    pi = Job("p", "pi", 0.0, [Task("p", "map", 0, 0.0, ())], [])
+    policy.on_job_submitted(pi, 0.0)
+    outcome = TaskOutcome(pi.maps[0], "n0", 0.0, 15.0, True, cpu_s=12.0, written_bytes=5_000_000)
+    assert policy._peak_memory(outcome) == 230.0  # Table 4.1's RAM for Pi, not the 1024 MB container
+    unknown = Job("u", "no-such-app", 0.0, [Task("u", "map", 0, 0.0, ())], [])
+    policy.on_job_submitted(unknown, 0.0)
+    assert policy._peak_memory(TaskOutcome(unknown.maps[0], "n0", 0.0, 1.0, True)) == 1024.0

@@ -20,50 +20,75 @@ throughput is greatest, and then fills each node towards that mix.
 
 Readings and approximations (the thesis is silent or the simulator differs):
 
-* α's are learned **online** from task outcomes instead of offline training runs: every successful map this
-  policy placed gives one observation (its duration, the time-averaged number of map containers of each
-  application on its node during its life, including itself). λ_j (one per application) and α_c, α_d (one
-  pair per node class) are fitted jointly by least squares (Eq 4.12 is linear in them), constrained ≥ 0 by
-  dropping negative coefficients and refitting. This also gives λ_j online (I4-7): with one observation
-  of a new application, λ_j is its duration minus the fitted load term, i.e. normalised to an unloaded node.
-* A node class's model counts as fitted once it holds ``minObservations`` observations spread over at least
-  ``minLoadSpread`` containers of load (otherwise λ and α are confounded). **Until then DARA behaves like
-  the Fair scheduler** with Hadoop 1 defaults (fewest running maps first, one map per heartbeat up to the
-  node's map slots, best locality first). The thesis's own fallback (ThroughputScheduler when OS counters
-  are missing) does not apply: the outcomes always carry CPU time and bytes.
-* θ_j = (c_j, d_j) comes from the application's **first** finished map (OS counters, Alg 4.3.1); memory
-  per task is the job's map container request (TaskOutcome carries no peak RSS), or ``taskMemoryMB``.
+* π^M = (α_c, α_d) per node class is fitted **offline** in the thesis (§4.2.3, Table 4.1's training mixes) and
+  never stated. Classes listed in the ``alphas`` option count as fitted from the start, and only λ_j is learned
+  online (bench/scenarios/dara-wl*.yaml pass :data:`OFFLINE_ALPHAS`). For ``dara-8core`` the α's are
+  calibrated so that Eq 4.16 gives Table 4.2's single-application optima (Pi 12, Sort 7, WordCount 14;
+  RandomWriter 5 instead of 3) with the λ, c, d this simulator measures (digest §4.1.5: "use these relations
+  to calibrate"). A least-RMSE fit of Eq 4.12 to simulated training runs gives much smaller α's (≈ 0.0017,
+  0.00077) and optima far past the knee (Pi ≈ 37): the simulated slowdown past the core count is much milder
+  than the thesis's data imply.
+* Other node classes learn α **online** from task outcomes: every successful map gives one observation (its
+  duration, the time-averaged number of map containers of each application on its node during its life,
+  including itself); λ_j and α_c, α_d are fitted jointly by least squares (Eq 4.12 is linear in them), α ≥ 0.
+  Such a class counts as fitted once it holds ``minObservations`` observations spread over at least
+  ``minLoadSpread`` containers of load. **Until then the composed Fair policy schedules its nodes**
+  (:class:`~mrsched.policies.fair.Fair`, maps and reduces). A fitted class saved by :meth:`Dara.state` comes
+  back with its α's fixed. The thesis's own fallback (ThroughputScheduler when OS counters are missing)
+  does not apply: the outcomes always carry CPU time and bytes.
+* λ_j (I4-7, ``lambdaFrom: profile``): the profiling map's duration minus Eq 4.12's load term at the mix it
+  ran in, measured once; floored at the map's CPU-seconds (a map cannot finish faster than its CPU time),
+  which binds when the profiling map ran on a crowded node. ``lambdaFrom: fit`` refits λ from every
+  observation instead.
+* θ_j = (c_j, d_j) comes from the application's **first** finished map (OS counters, Alg 4.3.1). Memory per
+  map (the cap) should be that map's peak RSS; TaskOutcome carries none, so it is ``taskMemoryMB`` if set,
+  else the application's catalog RAM (Table 4.1/2.1's column), else the job's container request.
 * An application takes part in the optimisation while it has unfinished maps (DARA optimises maps only);
   before its first map is measured it gets x* = 0 and one profiling map is launched as soon as a node has
-  spare memory (I4-6).
+  spare memory (I4-6). ``fairWhileProfiling: true`` also lets Fair start its maps in free ordinary slots.
+* DARA_SCHEDULE launches **one** map per heartbeat and node (Alg 4.3.3: one task per request;
+  ``assignMultiple: true`` fills the node to Σ x* at once).
 * Node concurrency is Σ_j x*_j (I4-5): a node accepts a map only while its DARA maps number fewer than
   Σ x* and only for an application with a positive deficit. ``literal: true`` keeps the pseudocode's
   reading instead (the node's map slots bound concurrency and the tier's argmax is taken whatever its sign).
+  A node whose x* is 0 for every application and that runs no map is handed to Fair, so that pending maps
+  cannot wait for ever.
 * The search bounds each x_j by the memory cap and by ``boundFactor`` × the single-application optimum
   sqrt(λ_j/K_j) (+2), K_j = c α_c R_c² + d α_d R_d² (digest §4.1.5/4.1.6). This is an approximation: the
   argmax equals plain enumeration whenever the optimum lies inside the bound.
-* Reduces are left to Fair-like behaviour (one per heartbeat, fewest running reduces first), as DARA
-  extends the FairScheduler and optimises maps only.
+* Reduces stay with the FairScheduler that DARA extends (the composed Fair policy's order, one per
+  heartbeat), as DARA optimises maps only.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 
+from mrsched.core.catalog import CatalogError, application
 from mrsched.core.locality import LEVEL_RANK, Level
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.policy import PolicyConfig, register
+from mrsched.policies.fair import Fair, FairConfig
 from mrsched.policies.slots import SlotPolicy
 
 Vector = npt.NDArray[np.float64]
 MB = 1_000_000.0  # bytes per MB for d (Table 4.1 reports MB)
+#: π^M = (α_c, α_d) per node class from the offline training of §4.2.3: Eq 4.12's least-RMSE fit (λ_j fixed
+#: at each training application's unloaded time) to runs of Table 4.1's training mixes (Pi, Sort, WordCount
+#: alone with 2-16 concurrent maps, and the three pairs with 1-8 maps each, 2-16 in all), executed on the
+#: class's simulated node (429 rows, RMSE 8.6 s). With these α's Eq 4.16 gives Pi 14, Sort 7, WordCount 14,
+#: RandomWriter 5, Pi+Sort (12, 6), Pi+WordCount (8, 11), Sort+WordCount (0, 14) (Table 4.2: 12, 7, 14, 3,
+#: (12, 5), (9, 7), (0, 14)).
+#: The simulator's dara-8core calibration (see the module docstring); the DARA scenarios pass it as the
+#: ``alphas`` option. Not a default: a real cluster's classes are unknown to it.
+OFFLINE_ALPHAS: dict[str, tuple[float, float]] = {"dara-8core": (0.0156, 0.00157)}
 _TIERS = ("local", "rack", "off-switch")
 
 
@@ -196,20 +221,29 @@ class Fit:
     rmse: float = 0.0
 
 
-def fit_load_model(observations: list[Observation], profiles: dict[str, Profile]) -> Fit:
+def fit_load_model(
+    observations: list[Observation],
+    profiles: dict[str, Profile],
+    fixed_alpha: dict[str, tuple[float, float]] | None = None,
+) -> Fit:
     """Least-squares fit of Eq 4.12 (minimum RMSE, §4.2.3), linear in the unknowns: one λ_j per application
     (shared by every node class, I4-3) and α_c, α_d per node class. Rows: t = λ_app + α_c·c·L_c² + α_d·d·L_d².
     α's are kept ≥ 0 by pinning the most negative at 0 and refitting; a λ_j ≤ 0 is replaced by j's shortest
-    observed time. Observations whose mix holds an application without a profile are skipped."""
+    observed time. Observations whose mix holds an application without a profile are skipped.
+
+    ``fixed_alpha`` holds the node classes whose α's were fitted offline (§4.2.3): their load terms move to
+    the target side and only λ (and the other classes' α's) are fitted, so that λ_j is j's observed times
+    normalised to an unloaded node by the offline model (I4-7)."""
+    fixed = fixed_alpha or {}
     rows = [
         o
         for o in observations
         if o.duration_s > 0 and o.app in profiles and all(a in profiles for a in o.mix)
     ]
     if not rows:
-        return Fit()
+        return Fit(alpha={k: (float(v[0]), float(v[1])) for k, v in fixed.items()})
     apps = sorted({o.app for o in rows})
-    classes = sorted({o.node_class for o in rows})
+    classes = sorted({o.node_class for o in rows} - set(fixed))
     a_col = {a: i for i, a in enumerate(apps)}
     k_col = {k: len(apps) + 2 * i for i, k in enumerate(classes)}
     design = np.zeros((len(rows), len(apps) + 2 * len(classes)))
@@ -223,6 +257,10 @@ def fit_load_model(observations: list[Observation], profiles: dict[str, Profile]
         lc, ld = node_loads(x, rc, rd)
         p = profiles[o.app]
         design[r, a_col[o.app]] = 1.0
+        if o.node_class in fixed:
+            alpha_c, alpha_d = fixed[o.node_class]
+            target[r] -= alpha_c * p.cpu_s * lc**2 + alpha_d * p.io_mb * ld**2
+            continue
         design[r, k_col[o.node_class]] = p.cpu_s * lc**2
         design[r, k_col[o.node_class] + 1] = p.io_mb * ld**2
     active = np.ones(design.shape[1], dtype=bool)
@@ -232,18 +270,20 @@ def fit_load_model(observations: list[Observation], profiles: dict[str, Profile]
         sol, *_ = np.linalg.lstsq(design[:, active], target, rcond=None)
         coef[active] = sol
         alphas = coef[len(apps) :]
-        if alphas.min() >= 0:
+        if len(alphas) == 0 or alphas.min() >= 0:
             break
         worst = len(apps) + int(np.argmin(alphas))
         active[worst] = False
         coef[worst] = 0.0
     residual = design @ coef - target
     shortest = {a: min(o.duration_s for o in rows if o.app == a) for a in apps}
+    alpha = {k: (float(coef[k_col[k]]), float(coef[k_col[k] + 1])) for k in classes}
+    alpha.update({k: (float(v[0]), float(v[1])) for k, v in fixed.items()})
     return Fit(
         # λ_j ≤ 0 (the load term over-explains j's times) would make j worthless in Eq 4.16 for ever: use
         # j's shortest observed time instead, an upper bound of its unloaded time.
         lam={a: float(coef[a_col[a]]) if coef[a_col[a]] > 0 else shortest[a] for a in apps},
-        alpha={k: (float(coef[k_col[k]]), float(coef[k_col[k] + 1])) for k in classes},
+        alpha=alpha,
         rmse=float(np.sqrt(np.mean(residual**2))),
     )
 
@@ -260,6 +300,17 @@ class DaraConfig(PolicyConfig):
     max_per_app: int = Field(64, alias="maxPerApp", ge=1)
     task_memory_mb: float | None = Field(None, alias="taskMemoryMB", gt=0)
     literal: bool = False
+    # π^M fitted offline (§4.2.3, Table 4.1's training mixes) per node class: [α_c, α_d]. Classes listed here
+    # are fitted from the start and only λ is learned online; other classes learn α online (see docstring).
+    alphas: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    # λ_j: "profile" = the first map's duration normalised to an unloaded node by Eq 4.12 with the class's
+    # α's, measured once (Alg 4.3.1, I4-7); "fit" = refitted by least squares from every observation.
+    lambda_from: Literal["profile", "fit"] = Field("profile", alias="lambdaFrom")
+    # Alg 4.3.3 launches one task per request (heartbeat); true fills the node to Σ x* at once.
+    assign_multiple: bool = Field(False, alias="assignMultiple")
+    # While an application's first map is being measured, let the FairScheduler start more of its maps in
+    # the node's ordinary map slots (false: only the profiling map runs, Alg 4.3.1 read literally).
+    fair_while_profiling: bool = Field(False, alias="fairWhileProfiling")
 
 
 @dataclass
@@ -294,21 +345,63 @@ class Dara(SlotPolicy):
         self._since_fit = 0
         self._clocks: dict[str, _NodeClock] = {}
         self._starts: dict[str, tuple[float, dict[str, float]]] = {}  # task key -> (start, integrals)
-        self._request_memory: dict[str, float] = {}  # app -> its map container request
+        self._request_memory: dict[str, float] = {}  # job -> its map container request
+        self._apps: dict[str, str] = {}  # job -> its application (for the catalog's RAM, see _peak_memory)
         self._node_classes: dict[str, str] = {}
         self._stale = False
+        self._obs_count: dict[str, int] = {}  # application -> observations taken
+        self._first: dict[str, Observation] = {}  # job -> its profiling map's observation
+        # Saved state per application name (load_state): echoed back by state(), and the θ, λ a job of that
+        # application starts from instead of a profiling map (a restarted operator does not relearn).
+        self._saved: dict[str, dict[str, Any]] = {}
+        self._class_count: dict[str, int] = {}  # node class -> observations taken
+        self.offline: dict[str, tuple[float, float]] = {
+            k: (float(a), float(b)) for k, (a, b) in self.cfg.alphas.items()
+        }
+        # DARA extends YARN's FairScheduler (§4.3): whatever DARA does not decide (reduces, and maps on nodes
+        # whose class has no fitted model yet) is the real Fair policy's.
+        self.fair = Fair(FairConfig(), seed=self.seed)
+        self.fit.alpha.update(self.offline)
+        self.fitted_classes = set(self.offline)
 
     # --- learning --------------------------------------------------------------------------------------
 
     def on_job_submitted(self, job: Job, now: float) -> None:
+        self.fair.on_job_submitted(job, now)
         self._request_memory[job.id] = job.map_request.memory_mb
+        self._apps[job.id] = job.app
 
     def on_job_finished(self, job: Job, now: float) -> None:
         super().on_job_finished(job, now)
+        self.fair.on_job_finished(job, now)
         self.remove_application(job.id)
+
+    def on_task_requeued(self, task: Task) -> None:
+        super().on_task_requeued(task)
+        self.fair.on_task_requeued(task)
+
+    def _peak_memory(self, outcome: TaskOutcome) -> float:
+        """Memory per map for the cap: the profiling task's peak RSS (digest §4.1.6 [R]). TaskOutcome carries
+        none yet, so: ``taskMemoryMB`` if set, else a ``peak_memory_mb`` on the outcome if the engine ever adds
+        one, else the application's catalog RAM (Table 4.1/2.1's column, what the OS would report), else the
+        job's container request."""
+        if self.cfg.task_memory_mb:
+            return self.cfg.task_memory_mb
+        peak = getattr(outcome, "peak_memory_mb", None)
+        if peak:
+            return float(peak)
+        job_id = outcome.task.job_id
+        app = self._apps.get(job_id)
+        if app:
+            try:
+                return application(app).profile("map").memory_mb
+            except (CatalogError, ValueError, KeyError):
+                pass
+        return self._request_memory.get(job_id, 1024.0)
 
     def on_task_finished(self, outcome: TaskOutcome) -> None:
         super().on_task_finished(outcome)
+        self.fair.on_task_finished(outcome)
         task = outcome.task
         if task.kind != "map":
             return
@@ -320,7 +413,7 @@ class Dara(SlotPolicy):
         if not outcome.succeeded:
             return
         if task.job_id not in self.profiles:  # Alg 4.3.1 GETRESOURCEREQ: the first map's OS counters
-            memory = self.cfg.task_memory_mb or self._request_memory.get(task.job_id, 1024.0)
+            memory = self._peak_memory(outcome)
             io = (outcome.read_bytes + outcome.written_bytes) / MB
             self.profiles[task.job_id] = Profile(outcome.cpu_s, io, memory)
         if start is not None and outcome.duration_s > 0:
@@ -333,16 +426,21 @@ class Dara(SlotPolicy):
             }
             mix[task.job_id] = max(mix.get(task.job_id, 0.0), 1.0)
             cls = self._node_classes.get(outcome.node, "")
-            self.observations.append(Observation(task.job_id, cls, outcome.duration_s, mix))
+            observation = Observation(task.job_id, cls, outcome.duration_s, mix)
+            self.observations.append(observation)
+            self._first.setdefault(task.job_id, observation)
+            self._obs_count[task.job_id] = self._obs_count.get(task.job_id, 0) + 1
+            self._class_count[cls] = self._class_count.get(cls, 0) + 1
             self._since_fit += 1
 
     def refit(self) -> None:
         """Fit Eq 4.12 to the observations and decide which node classes count as fitted."""
         self._since_fit = 0
         obs = list(self.observations)
-        self.fit = fit_load_model(obs, self.profiles)
-        fitted = set()
-        for cls in self.fit.alpha:
+        previous = dict(self.fit.lam)
+        self.fit = fit_load_model(obs, self.profiles, self.offline)
+        fitted = set(self.offline)
+        for cls in set(self.fit.alpha) - fitted:
             loads = [sum(o.mix.values()) for o in obs if o.node_class == cls]
             if (
                 len(loads) >= self.cfg.min_observations
@@ -350,6 +448,30 @@ class Dara(SlotPolicy):
             ):
                 fitted.add(cls)
         self.fitted_classes = fitted
+        if self.cfg.lambda_from == "profile":
+            for app in self.fit.lam:
+                if app in previous:
+                    self.fit.lam[app] = previous[app]  # measured once, at the profiling map
+                elif app in self._first and self._first[app].node_class in fitted:
+                    self.fit.lam[app] = self._profile_lambda(self._first[app])
+
+    def _profile_lambda(self, first: Observation) -> float:
+        """I4-7: λ_j from the profiling map: its duration minus Eq 4.12's load term at the mix it ran in,
+        with its node class's α's (the duration itself if the model explains all of it)."""
+        profiles = self.profiles
+        if any(a not in profiles for a in first.mix):
+            return first.duration_s
+        apps = list(first.mix)
+        c = np.array([profiles[a].cpu_s for a in apps])
+        d = np.array([profiles[a].io_mb for a in apps])
+        rc, rd = load_ratios(c, d)
+        lc, ld = node_loads(np.array([first.mix[a] for a in apps]), rc, rd)
+        alpha_c, alpha_d = self.fit.alpha[first.node_class]
+        p = profiles[first.app]
+        lam = first.duration_s - p.cpu_s * alpha_c * lc**2 - p.io_mb * alpha_d * ld**2
+        # A map cannot run faster than its own CPU time (the OS counter of Alg 4.3.1): when the model
+        # over-explains a loaded profiling run, λ_j falls back to that floor.
+        return min(first.duration_s, max(lam, p.cpu_s))
 
     # --- Alg 4.3.1 / 4.3.2 -----------------------------------------------------------------------------
 
@@ -369,7 +491,7 @@ class Dara(SlotPolicy):
                 continue
             key = (cls, node.memory_mb)
             if key not in cache:
-                alpha_c, alpha_d = self.fit.alpha[cls]
+                alpha_c, alpha_d = self.fit.alpha.get(cls) or self.offline[cls]
                 x = optimal_assignment(
                     lam,
                     c,
@@ -405,6 +527,9 @@ class Dara(SlotPolicy):
         """Keep the optimisation's members (profiled jobs with unfinished maps) and x* current."""
         if len(self._node_classes) != len(snapshot.nodes):
             self._node_classes = {n: node.node_class for n, node in snapshot.nodes.items()}
+        for job in snapshot.jobs:
+            if job.id not in self.profiles:
+                self._adopt_saved(job)
         wanted = [j.id for j in snapshot.jobs if j.id in self.profiles and j.finished_maps < len(j.maps)]
         due = self.cfg.refit_every if self.fitted_classes else min(self.cfg.refit_every, 5)
         new_app = any(a not in self.fit.lam for a in wanted)
@@ -466,25 +591,63 @@ class Dara(SlotPolicy):
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         self._sync(snapshot)
         clock = self._clock(snapshot, node)
+        if node not in self.optimal:  # no fitted model for this node's class yet: the FairScheduler decides
+            return self._delegate(snapshot, node, clock, "load model not fitted for this node class")
         placements: list[Placement] = []
         profiling = self._profile_one(snapshot, node, clock)
         if profiling is not None:
             placements.append(profiling)
-        if node in self.optimal:
-            while (got := self._dara_one(snapshot, node, clock)) is not None:
-                placements.append(got)
+        while (got := self._dara_one(snapshot, node, clock)) is not None:
+            placements.append(got)
+            if not self.cfg.assign_multiple:
+                break  # Alg 4.3.3: one task per request
         if not placements and self._idle(snapshot, node):
-            got = self._fair_map(snapshot, node, clock)
-            if got is not None:
-                placements.append(got)
+            return self._delegate(snapshot, node, clock, "x* = 0 for every application on an idle node")
+        if not placements and self.cfg.fair_while_profiling:
+            placements += self._fair_unmeasured(snapshot, node, clock)
         placements += self._fair_reduce(snapshot, node)
         return placements
 
+    def _fair_unmeasured(self, snapshot: ClusterSnapshot, node: str, clock: _NodeClock) -> list[Placement]:
+        """Applications not yet in DARA's optimisation (θ unmeasured, Alg 4.3.1) are the FairScheduler's: it
+        may start their maps in the node's ordinary map slots left free by DARA's containers (I4-8's 12),
+        while the profiling map runs. Once measured they join x* and DARA takes over (no preemption)."""
+        outsiders = [
+            j
+            for j in snapshot.jobs
+            if j.id not in self._members and j.finished_maps + j.running_maps < len(j.maps)
+        ]
+        if not outsiders or snapshot.free_slots(node, "map") <= 0:
+            return []
+        view = ClusterSnapshot(snapshot.now, snapshot.nodes, snapshot.running, outsiders, snapshot.metrics)
+        placed = self.fair._assign_map(view, node)
+        if placed is None:
+            return []
+        snapshot.touch()
+        task = placed.task
+        clock.count[task.job_id] = clock.count.get(task.job_id, 0) + 1
+        self._starts[task.key] = (snapshot.now, dict(clock.integral))
+        reason = f"fair: {task.job_id} not measured yet (Alg 4.3.1), ordinary map slot: {placed.explanation.reason}"
+        return [replace(placed, explanation=Explanation(self.name, 0.0, reason))]
+
+    def _delegate(self, snapshot: ClusterSnapshot, node: str, clock: _NodeClock, why: str) -> list[Placement]:
+        """Hand the node's heartbeat to the composed Fair policy (maps and reduces), recording its maps'
+        starts so that their outcomes still train the model."""
+        out = []
+        for placement in self.fair.assign(snapshot, node):
+            task = placement.task
+            if task.kind == "map":
+                clock.count[task.job_id] = clock.count.get(task.job_id, 0) + 1
+                self._starts[task.key] = (snapshot.now, dict(clock.integral))
+                reason = f"fair fallback ({why}): {placement.explanation.reason}"
+            else:
+                reason = f"reduce: FairScheduler (DARA optimises maps only): {placement.explanation.reason}"
+            out.append(replace(placement, explanation=Explanation(self.name, 0.0, reason)))
+        return out
+
     def _idle(self, snapshot: ClusterSnapshot, node: str) -> bool:
-        """The Fair-like fallback drives ``node`` when the model does not (not fitted), and also when x* asks
-        for no container at all on a node running no map: otherwise pending maps could wait for ever."""
-        if node not in self.optimal:
-            return True
+        """x* asks for no container at all on ``node`` and it runs no map: the composed Fair policy takes the
+        heartbeat, otherwise pending maps could wait for ever (e.g. while the only application is profiled)."""
         return sum(self.optimal[node].values()) == 0 and snapshot.running_on(node, "map") == 0
 
     def _unprofiled(self, job: Job) -> bool:
@@ -492,7 +655,7 @@ class Dara(SlotPolicy):
 
     def _profile_one(self, snapshot: ClusterSnapshot, node: str, clock: _NodeClock) -> Placement | None:
         """I4-6: an application not yet measured gets one profiling map as soon as a node has spare memory
-        (only while DARA's model drives the node; in the Fair-like fallback every job runs maps anyway)."""
+        (only while DARA's model drives the node; where Fair schedules, every job runs maps anyway)."""
         if node not in self.optimal:
             return None
         for job in snapshot.jobs:
@@ -554,56 +717,109 @@ class Dara(SlotPolicy):
             )
         return None
 
-    def _fair_map(self, snapshot: ClusterSnapshot, node: str, clock: _NodeClock) -> Placement | None:
-        """Fallback before the model is fitted: like Hadoop 1's Fair scheduler with one pool, one map per
-        heartbeat while the node has a free map slot, the job with fewest running maps first."""
-        if snapshot.free_slots(node, "map") <= 0:
-            return None
-        for job in sorted(snapshot.jobs, key=lambda j: (j.running_maps / j.weight, j.submit_s)):
-            found = self.pick_map(job, snapshot, node)
-            if found is not None:
-                task, level = found
-                why = Explanation(
+    def _fair_reduce(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
+        """Reduces stay with the FairScheduler that DARA extends: the composed Fair policy's pool and job
+        order, one reduce per heartbeat (its reduce half of ``Fair.assign``)."""
+        fair = self.fair
+        if snapshot.free_slots(node, "reduce") <= 0:
+            return []
+        order = fair._order(snapshot, "reduce")
+        got = fair.one_reduce(snapshot, node, list(order.jobs()), "pool furthest below its fair share")
+        if got:
+            order.placed(snapshot.job(got[0].task.job_id))
+            fair._own_change(snapshot)
+        return [
+            replace(
+                p,
+                explanation=Explanation(
                     self.name,
                     0.0,
-                    f"load model not fitted yet: fair fallback, fewest running maps; {level}-local",
-                )
-                return self._place_map(snapshot, task, node, clock, why)
-        return None
-
-    def _fair_reduce(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
-        """Reduces stay with the FairScheduler that DARA extends: one per heartbeat, fewest running first."""
-        ordered = sorted(snapshot.jobs, key=lambda j: (j.running_reduces / j.weight, j.submit_s))
-        return self.one_reduce(snapshot, node, ordered, "reduce: fair (DARA optimises maps only)")
+                    f"reduce: FairScheduler (DARA optimises maps only): {p.explanation.reason}",
+                ),
+            )
+            for p in got
+        ]
 
     # --- persistence -----------------------------------------------------------------------------------
 
+    def _adopt_saved(self, job: Job) -> None:
+        """A job of an application whose θ and λ were saved (load_state) starts from them: no profiling map."""
+        saved = self._saved.get(job.app)
+        if not saved or not all(k in saved for k in ("cpuS", "ioMB", "memoryMB", "lambdaS")):
+            return
+        try:
+            profile = Profile(float(saved["cpuS"]), float(saved["ioMB"]), float(saved["memoryMB"]))
+            lam = float(saved["lambdaS"])
+        except (TypeError, ValueError):
+            return
+        self._apps[job.id] = job.app
+        self.profiles[job.id] = profile
+        self.fit.lam[job.id] = lam
+
     def state(self) -> dict[str, Any]:
-        return {
-            "profiles": {a: [p.cpu_s, p.io_mb, p.memory_mb] for a, p in self.profiles.items()},
-            "observations": [[o.app, o.node_class, o.duration_s, o.mix] for o in self.observations],
-            "lambda": dict(self.fit.lam),
-            "alpha": {k: list(v) for k, v in self.fit.alpha.items()},
-            "rmse": self.fit.rmse,
-            "fitted_classes": sorted(self.fitted_classes),
-            "optimal": {n: dict(v) for n, v in self.optimal.items()},
-            "members": list(self._members),
-        }
+        """What the operator keeps in custom resources (JSON values only), per application name (``job.app``,
+        the AppProfile's name) and per node class:
+
+        ``{"apps": {app: {lambdaS, cpuS, ioMB, memoryMB, observations, member, jobs, optimalContainers}},
+        "nodeClasses": {class: {alphaC, alphaD, observations, fitted}}}``. Several jobs of one application
+        share its entry: θ and λ of the latest measured, observations summed, x* summed per node. The raw
+        observation rows are not kept (too large for a resource). Loaded back, an application's θ and λ serve
+        its jobs without a profiling map, and a class saved as fitted keeps its α's fixed (as offline ones)."""
+        apps: dict[str, dict[str, Any]] = {name: dict(fields) for name, fields in self._saved.items()}
+        current: dict[str, dict[str, Any]] = {}
+        for job in dict.fromkeys([*self._members, *self.profiles, *self.fit.lam]):
+            name = self._apps.get(job, job)
+            entry = current.setdefault(
+                name,
+                {
+                    "observations": int(apps.get(name, {}).get("observations", 0)),
+                    "member": False,
+                    "jobs": [],
+                    "optimalContainers": {},
+                },
+            )
+            entry["observations"] += self._obs_count.get(job, 0)
+            entry["jobs"].append(job)
+            if job in self._members:
+                entry["member"] = True
+                for node, x in self.optimal.items():
+                    if job in x:
+                        entry["optimalContainers"][node] = entry["optimalContainers"].get(node, 0) + x[job]
+            if job in self.fit.lam:
+                entry["lambdaS"] = self.fit.lam[job]
+            profile = self.profiles.get(job)
+            if profile is not None:
+                entry.update(cpuS=profile.cpu_s, ioMB=profile.io_mb, memoryMB=profile.memory_mb)
+        for name, entry in current.items():
+            apps[name] = {**apps.get(name, {}), **entry}
+        classes: dict[str, dict[str, Any]] = {}
+        for cls in sorted(set(self.fit.alpha) | set(self.offline)):
+            alpha_c, alpha_d = self.fit.alpha.get(cls, self.offline.get(cls, (0.0, 0.0)))
+            classes[cls] = {
+                "alphaC": float(alpha_c),
+                "alphaD": float(alpha_d),
+                "observations": self._class_count.get(cls, 0),
+                "fitted": cls in self.fitted_classes or cls in self.offline,
+            }
+        return {"apps": apps, "nodeClasses": classes}
 
     def load_state(self, state: dict[str, Any]) -> None:
-        self.profiles = {a: Profile(*map(float, v)) for a, v in state.get("profiles", {}).items()}
-        self.observations = deque(
-            (
-                Observation(str(a), str(k), float(t), {str(m): float(x) for m, x in mix.items()})
-                for a, k, t, mix in state.get("observations", [])
-            ),
-            maxlen=self.cfg.window,
-        )
-        self.fit = Fit(
-            lam={a: float(v) for a, v in state.get("lambda", {}).items()},
-            alpha={k: (float(v[0]), float(v[1])) for k, v in state.get("alpha", {}).items()},
-            rmse=float(state.get("rmse", 0.0)),
-        )
-        self.fitted_classes = set(state.get("fitted_classes", []))
-        self.optimal = {n: {a: int(x) for a, x in v.items()} for n, v in state.get("optimal", {}).items()}
-        self._members = tuple(state.get("members", []))
+        """The inverse of :meth:`state` (unknown fields are ignored, and kept to be written back)."""
+        self._saved = {
+            str(name): dict(fields)
+            for name, fields in (state.get("apps") or {}).items()
+            if isinstance(fields, dict)
+        }
+        self._class_count = {}
+        for cls, entry in (state.get("nodeClasses") or {}).items():
+            if not isinstance(entry, dict) or "alphaC" not in entry or "alphaD" not in entry:
+                continue
+            try:
+                alpha = (float(entry["alphaC"]), float(entry["alphaD"]))
+            except (TypeError, ValueError):
+                continue
+            self._class_count[cls] = int(entry.get("observations", 0))
+            self.fit.alpha[cls] = alpha
+            if entry.get("fitted"):
+                self.offline[cls] = alpha  # saved fitted α's are fixed from now on (see state())
+                self.fitted_classes.add(cls)
