@@ -620,7 +620,7 @@ class Dara(SlotPolicy):
         if not outsiders or snapshot.free_slots(node, "map") <= 0:
             return []
         view = ClusterSnapshot(snapshot.now, snapshot.nodes, snapshot.running, outsiders, snapshot.metrics)
-        placed = self.fair._assign_map(view, node)
+        placed = self.fair.assign_one_map(view, node)
         if placed is None:
             return []
         snapshot.touch()

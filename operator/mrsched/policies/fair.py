@@ -204,7 +204,7 @@ class Fair(SlotPolicy):
         placements: list[Placement] = []
         free = snapshot.free_slots(node, "map")
         while free > 0:
-            placed = self._assign_map(snapshot, node)
+            placed = self.assign_one_map(snapshot, node)
             if placed is None:
                 break
             placements.append(placed)
@@ -225,7 +225,9 @@ class Fair(SlotPolicy):
                 break
         return placements
 
-    def _assign_map(self, snapshot: ClusterSnapshot, node: str) -> Placement | None:
+    def assign_one_map(self, snapshot: ClusterSnapshot, node: str) -> Placement | None:
+        """One map for ``node`` in Fair's order (pools, then jobs, delay scheduling), or None; policies that compose
+        Fair (dara) call it for the jobs they leave to it."""
         now = snapshot.now
         order = self._order(snapshot, "map")
         for job in order.jobs():
