@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 import statistics
 import time
@@ -10,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from scipy.optimize import linprog
 
 from mrsched.core.catalog import application, expand_layout
 from mrsched.core.model import Job
@@ -58,16 +58,12 @@ def slot_bound(sim: Simulation, jobs: list[Job]) -> float:
     the map phase alone, as the fractional assignment of every job's maps to the nodes' map slots that
     finishes soonest (a small LP), with each map on node n holding its slot for its noise-free isolated time
     rounded up to n's heartbeat (a slot is refilled only at a heartbeat; input local, no contention, so the
-    bound is optimistic). NaN when there are no maps or the LP solver is missing."""
+    bound is optimistic). NaN when there are no maps."""
     heartbeat = sim.heartbeat_s
     caps = sim.noise_free_capabilities
     names = [n for n in caps if sim.nodes[n].map_slots > 0]
     mapped = [j for j in jobs if j.maps]
     if not mapped or not names:
-        return math.nan
-    try:
-        linprog = importlib.import_module("scipy.optimize").linprog
-    except ImportError:  # scipy comes with scikit-learn, but keep the simulator usable without it
         return math.nan
     n_jobs, n_nodes = len(mapped), len(names)
     occupancy = np.zeros((n_jobs, n_nodes))
