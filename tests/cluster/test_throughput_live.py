@@ -98,7 +98,7 @@ def nodes(kube: Kube, emulate: EmulateFactory) -> list[str]:
 @pytest.fixture
 def operator(kube: Kube, namespace: str, tmp_path: Path, nodes: list[str]) -> Iterator[OperatorProcess]:
     handle = start_operator(
-        kube, namespace, tmp_path / "logs", policy="throughput", extra=("--probe-repeats", "2")
+        kube, namespace, tmp_path / "logs", policy="throughput", extra=("--probe-repeats", "3")
     )
     yield handle
     handle.stop()
@@ -113,13 +113,27 @@ def test_throughput_learns_nodes_and_apps_and_keeps_them_across_a_restart(
         mine = {n: found.get(n, {}) for n in nodes}
         return mine if all(s.get("phase") == "Probed" for s in mine.values()) else None
 
-    node_status = wait_for(probed, 180, "every node probed", interval_s=1.0)
+    node_status = wait_for(probed, 240, "every node probed", interval_s=1.0)
+    # Each probe carries the node's 5 % task noise, so with three repeats a node's κ is good to about 10 %
+    # (one standard error): each node within 40 %, each class's mean (two nodes) within 30 %.
+    by_class: dict[str, list[dict[str, Any]]] = {}
     for node, status in node_status.items():
-        truth = node_class("gupta-old" if "gupta-old" in node else "gupta-new-2core").capability()
-        assert status["kappaC"] == pytest.approx(truth.cpu_rate, rel=0.25), node
-        assert status["kappaD"] == pytest.approx(truth.disk_rate, rel=0.25), node
-        assert status["omegaS"] == pytest.approx(truth.overhead_s, rel=0.15), node
+        cls = "gupta-old" if "gupta-old" in node else "gupta-new-2core"
+        by_class.setdefault(cls, []).append(status)
+        truth = node_class(cls).capability()
+        assert status["kappaC"] == pytest.approx(truth.cpu_rate, rel=0.4), (node, status)
+        assert status["kappaD"] == pytest.approx(truth.disk_rate, rel=0.4), (node, status)
+        assert status["omegaS"] == pytest.approx(truth.overhead_s, rel=0.15), (node, status)
+    for cls, statuses in by_class.items():
+        truth = node_class(cls).capability()
+        mean_c = sum(s["kappaC"] for s in statuses) / len(statuses)
+        mean_d = sum(s["kappaD"] for s in statuses) / len(statuses)
+        assert (mean_c, mean_d) == (
+            pytest.approx(truth.cpu_rate, rel=0.3),
+            pytest.approx(truth.disk_rate, rel=0.3),
+        )
     printed = kube.kubectl("get", "nodeprofiles").stdout
+    print(printed)
     assert "KAPPAC" in printed and all(n in printed for n in nodes), printed
 
     # 2. Learning runs, one application at a time (so that each explores freely, §3.2.1): θ of Pi and J_IO
@@ -143,12 +157,13 @@ def test_throughput_learns_nodes_and_apps_and_keeps_them_across_a_restart(
     assert jio_truth.disk_s <= learned["jio"]["thetaD"] <= 3 * jio_truth.disk_s
     assert learned["jio"]["thetaD"] > 3 * learned["jio"]["thetaC"]
     printed = kube.kubectl("get", "appprofiles").stdout
+    print(printed)
     assert "THETAC" in printed and "pi" in printed and "jio" in printed, printed
 
     # 3. Restart: the learned state comes back from the resources, not from zero.
     operator.stop()
     restarted = start_operator(
-        kube, namespace, tmp_path / "logs2", policy="throughput", extra=("--probe-repeats", "2")
+        kube, namespace, tmp_path / "logs2", policy="throughput", extra=("--probe-repeats", "3")
     )
     try:
         # 4. The same Pi + J_IO mix under throughput, fair and kube-default, one after the other.
