@@ -28,6 +28,23 @@ REJECTIONS = ("OutOfcpu", "OutOfmemory", "OutOfpods", "NodeAffinity", "NodeLost"
 FATAL_WAITING = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError")
 
 
+#: Every worker container (tasks, job commit, probes): non-root, read-only root, no privileges.
+WORKER_SECURITY: dict[str, Any] = {
+    "runAsNonRoot": True,
+    "runAsUser": 65532,
+    "readOnlyRootFilesystem": True,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+}
+
+
+def data_volume(config: OperatorConfig) -> dict[str, Any]:
+    """The shared data volume every worker pod mounts: the ReadWriteMany claim, else the host path."""
+    if config.data_claim:
+        return {"name": DATA_VOLUME, "persistentVolumeClaim": {"claimName": config.data_claim}}
+    return {"name": DATA_VOLUME, "hostPath": {"path": config.data_host_path, "type": "DirectoryOrCreate"}}
+
+
 def pod_name(job: str, kind: TaskType, index: int, attempt: int) -> str:
     """Deterministic, so that a retried create of the same attempt is a harmless 409 (``-c00000-`` is the job
     commit)."""
@@ -74,19 +91,9 @@ def task_pod(
         },
         "volumeMounts": [{"name": DATA_VOLUME, "mountPath": config.data_mount}],
         "terminationMessagePolicy": "FallbackToLogsOnError",
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": 65532,
-            "readOnlyRootFilesystem": True,
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "securityContext": WORKER_SECURITY,
     }
-    volume: dict[str, Any] = (
-        {"name": DATA_VOLUME, "persistentVolumeClaim": {"claimName": config.data_claim}}
-        if config.data_claim
-        else {"name": DATA_VOLUME, "hostPath": {"path": config.data_host_path, "type": "DirectoryOrCreate"}}
-    )
+    volume = data_volume(config)
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "containers": [container],

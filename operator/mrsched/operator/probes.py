@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +25,8 @@ from mrsched.core.report import TaskReport
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobspec import API_GROUP, API_VERSION
 from mrsched.operator.kubeapi import ClusterApi
-from mrsched.operator.pods import DATA_VOLUME, parse_time
-from mrsched.operator.profiles import NODE_KIND, ProfileStore
+from mrsched.operator.pods import DATA_VOLUME, WORKER_SECURITY, data_volume, parse_time
+from mrsched.operator.profiles import NODE_KIND, ProfileStore, utc_stamp
 from mrsched.operator.snapshot import NodeInfo
 
 NODE_LABEL = "mrsched.dev/probe-node"
@@ -62,11 +61,6 @@ def probe_pod(
         "MRSCHED_PROBE_SCALE": repr(config.probe_scale),
         "MRSCHED_DATA_DIR": config.data_mount,
     }
-    volume: dict[str, Any] = (
-        {"name": DATA_VOLUME, "persistentVolumeClaim": {"claimName": config.data_claim}}
-        if config.data_claim
-        else {"name": DATA_VOLUME, "hostPath": {"path": config.data_host_path, "type": "DirectoryOrCreate"}}
-    )
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -108,16 +102,10 @@ def probe_pod(
                     },
                     "volumeMounts": [{"name": DATA_VOLUME, "mountPath": config.data_mount}],
                     "terminationMessagePolicy": "FallbackToLogsOnError",
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": 65532,
-                        "readOnlyRootFilesystem": True,
-                        "allowPrivilegeEscalation": False,
-                        "capabilities": {"drop": ["ALL"]},
-                    },
+                    "securityContext": WORKER_SECURITY,
                 }
             ],
-            "volumes": [volume],
+            "volumes": [data_volume(config)],
             "terminationGracePeriodSeconds": 10,
             "automountServiceAccountToken": False,
             "enableServiceLinks": False,
@@ -279,7 +267,7 @@ class ProbeRunner:
                 "kappaD": round(cap.kappa_d, 4),
                 "omegaS": round(cap.omega_s, 4),
                 "sigmaS": round(cap.sigma_s, 4),
-                "probedAt": _now_stamp(),
+                "probedAt": utc_stamp(self.store.clock()),
                 "probeSeconds": round(total, 3),
                 "probeRuns": sum(len(v) for v in runs.values()),
                 "probeScale": self.config.probe_scale,
@@ -298,7 +286,3 @@ class ProbeRunner:
     def _clean(self, results: list[ProbeResult]) -> None:
         for r in results:
             self.api.delete_pod(self.config.probes_namespace, r.name)
-
-
-def _now_stamp() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

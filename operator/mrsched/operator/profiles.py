@@ -28,7 +28,8 @@ APP_PLURAL, APP_KIND = "appprofiles", "AppProfile"
 log = logging.getLogger(__name__)
 
 
-def _stamp(now: float) -> str:
+def utc_stamp(now: float) -> str:
+    """A status timestamp (RFC 3339, UTC, whole seconds)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
 
 
@@ -102,7 +103,7 @@ class ProfileStore:
 
     def save_policy_state(self, policy: str, state: Mapping[str, Any], nodes: Mapping[str, Node]) -> int:
         """Write what changed in ``state`` since the last write; returns the number of resources written."""
-        now = _stamp(self.clock())
+        now = utc_stamp(self.clock())
         writes = 0
         for app, fields in (state.get("apps") or {}).items():
             key, text = (APP_PLURAL, app, policy), json.dumps(fields, sort_keys=True)
