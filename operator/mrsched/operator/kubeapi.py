@@ -276,21 +276,23 @@ class ClusterApi:
     ) -> str:
         """Merge ``status`` into the cluster-scoped profile ``name``, creating it first if it does not exist.
         Returns its uid (probe pods are owned by their node's profile)."""
-        try:
-            body = _json(
-                self.custom.patch_cluster_custom_object_status(
-                    API_GROUP,
-                    API_VERSION,
-                    plural,
-                    name,
-                    {"status": status},
-                    _preload_content=False,
-                    _content_type=MERGE_PATCH,
+        for attempt in range(2):
+            try:
+                body = _json(
+                    self.custom.patch_cluster_custom_object_status(
+                        API_GROUP,
+                        API_VERSION,
+                        plural,
+                        name,
+                        {"status": status},
+                        _preload_content=False,
+                        _content_type=MERGE_PATCH,
+                    )
                 )
-            )
-        except ApiException as err:
-            if err.status != 404:
-                raise
+                return str(body["metadata"]["uid"])
+            except ApiException as err:
+                if err.status != 404 or attempt:
+                    raise
             created = {
                 "apiVersion": f"{API_GROUP}/{API_VERSION}",
                 "kind": kind,
@@ -304,10 +306,9 @@ class ClusterApi:
                     )
                 )
             except ApiException as create_err:
-                if create_err.status != 409:
+                if create_err.status != 409:  # created meanwhile: patch it
                     raise
-            return self.write_profile(plural, kind, name, spec, status)
-        return str(body["metadata"]["uid"])
+        raise AssertionError("unreachable")
 
     # leader election ------------------------------------------------------------------------------------------
 
