@@ -382,14 +382,10 @@ class Dara(SlotPolicy):
 
     def _peak_memory(self, outcome: TaskOutcome) -> float:
         """Memory per map for the cap: the profiling task's peak RSS (digest §4.1.6 [R]). TaskOutcome carries
-        none yet, so: ``taskMemoryMB`` if set, else a ``peak_memory_mb`` on the outcome if the engine ever adds
-        one, else the application's catalog RAM (Table 4.1/2.1's column, what the OS would report), else the
-        job's container request."""
+        none yet, so: ``taskMemoryMB`` if set, else the application's catalog RAM (Table 4.1/2.1's column, what
+        the OS would report), else the job's container request."""
         if self.cfg.task_memory_mb:
             return self.cfg.task_memory_mb
-        peak = getattr(outcome, "peak_memory_mb", None)
-        if peak:
-            return float(peak)
         job_id = outcome.task.job_id
         app = self._apps.get(job_id)
         if app:
