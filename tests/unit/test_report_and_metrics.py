@@ -7,7 +7,7 @@ import math
 import pytest
 
 from mrsched.core.report import TaskReport
-from mrsched.emulator.metrics import LoadAverage
+from mrsched.core.metrics import LoadAverage
 
 
 def test_report_round_trips_and_stays_under_four_kib() -> None:
@@ -37,5 +37,5 @@ def test_load_average_follows_the_kernels_damping() -> None:
     load = LoadAverage()
     for _ in range(12):  # one minute at 4 runnable threads
         load.sample(4.0)
-    assert load.values["node_load1"] == pytest.approx(4 * (1 - math.exp(-1)))
-    assert load.values["node_load1"] > load.values["node_load5"] > load.values["node_load15"] > 0
+    assert load.values["load1"] == pytest.approx(4 * (1 - math.exp(-1)))
+    assert load.values["load1"] > load.values["load5"] > load.values["load15"] > 0

@@ -47,6 +47,9 @@ class Policy(ABC):
     #: The policy reads ``Node.probe``: the operator and the simulator run probe tasks on every node first
     #: (seed 002 P3-A, :mod:`mrsched.core.probes`).
     needs_probes: ClassVar[bool] = False
+    #: The policy reads ``ClusterSnapshot.metrics`` (live node metrics, :mod:`mrsched.core.metrics`): the
+    #: simulator models them (with the scrape lag of a Prometheus) only for such policies.
+    needs_metrics: ClassVar[bool] = False
 
     def __init__(
         self, config: PolicyConfig | None = None, *, seed: int = 0, oracle: Oracle | None = None
@@ -86,10 +89,14 @@ class Policy(ABC):
     def state(self) -> dict[str, Any]:
         """Learned state, JSON-serialisable, for the operator to persist and the simulator to save.
 
-        Shape: ``{"apps": {app: {field: value}}, "nodeClasses": {class: {field: value}}}``. The operator
-        writes each app's fields into the status of the ``AppProfile`` named after it and each node class's
-        into the ``NodeProfile`` of every node of that class, under the policy's name; ``load_state`` gets
-        the same shape back after a restart. Fields are camelCase JSON values."""
+        Shape (every key optional): ``{"apps": {app: {field: value}}, "nodeClasses": {class: {field: value}},
+        "nodes": {node: {field: value}}, "policy": {field: value}}``. The operator writes each app's fields
+        into the status of the ``AppProfile`` named after it, each node class's into the ``NodeProfile`` of
+        every node of that class, each node's into that node's ``NodeProfile`` (per-node wins over per-class),
+        and ``policy`` (state of the whole policy, e.g. a classifier shared by all nodes) into the
+        ``PolicyProfile`` named after the policy, always under the policy's name; ``load_state`` gets the same
+        shape back after a restart. Fields are camelCase JSON values; keep them small (kilobytes, not
+        megabytes): they are written to the API server whenever they change."""
         return {}
 
     def load_state(self, state: dict[str, Any]) -> None:  # noqa: B027 (optional hook)

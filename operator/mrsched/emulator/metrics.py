@@ -13,7 +13,6 @@ emulator exports the same series for all its nodes from one endpoint, each carry
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,11 +21,12 @@ from dataclasses import dataclass
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from mrsched.core.metrics import LOAD_SAMPLE_S, LOAD_WINDOWS_S, LoadAverage
 from mrsched.emulator.runners import NodeUsage
 
-#: The kernel samples the run queue every 5 s and damps over 1, 5 and 15 minutes.
-LOAD_SAMPLE_S = 5.0
-_LOAD_WINDOWS = {"node_load1": 60.0, "node_load5": 300.0, "node_load15": 900.0}
+__all__ = ["LOAD_SAMPLE_S", "LoadAverage", "NodeInfo", "NodeMetricsCollector"]
+
+_LOAD_SERIES = {"node_load1": "load1", "node_load5": "load5", "node_load15": "load15"}
 _USER_SHARE = 0.9  # busy CPU time split between user and system mode
 
 
@@ -35,18 +35,6 @@ class NodeInfo:
     name: str
     cores: int
     memory_bytes: float
-
-
-class LoadAverage:
-    """Linux's load average: load = load·e + n·(1 − e), e = exp(−5 s / window), sampled every 5 s."""
-
-    def __init__(self) -> None:
-        self.values = dict.fromkeys(_LOAD_WINDOWS, 0.0)
-
-    def sample(self, runnable: float, interval_s: float = LOAD_SAMPLE_S) -> None:
-        for key, window in _LOAD_WINDOWS.items():
-            decay = math.exp(-interval_s / window)
-            self.values[key] = self.values[key] * decay + runnable * (1.0 - decay)
 
 
 class NodeMetricsCollector(Collector):
@@ -79,8 +67,8 @@ class NodeMetricsCollector(Collector):
             "node_cpu_seconds_total", "Seconds the CPUs spent in each mode.", labels=["node", "cpu", "mode"]
         )
         loads = {
-            k: GaugeMetricFamily(k, f"{int(w // 60)}m load average.", labels=["node"])
-            for k, w in _LOAD_WINDOWS.items()
+            k: GaugeMetricFamily(k, f"{int(LOAD_WINDOWS_S[w] // 60)}m load average.", labels=["node"])
+            for k, w in _LOAD_SERIES.items()
         }
         mem_total = GaugeMetricFamily(
             "node_memory_MemTotal_bytes", "Memory information field MemTotal_bytes.", labels=["node"]
@@ -126,7 +114,7 @@ class NodeMetricsCollector(Collector):
                     cpu.add_metric([*labels, "idle"], idle)
                 load = self._loads.get(node.name)
                 for key, family in loads.items():
-                    family.add_metric([node.name], load.values[key] if load else 0.0)
+                    family.add_metric([node.name], load.values[_LOAD_SERIES[key]] if load else 0.0)
                 mem_total.add_metric([node.name], node.memory_bytes)
                 mem_avail.add_metric([node.name], max(0.0, node.memory_bytes - usage.memory_used_bytes))
                 disk_read.add_metric([node.name, "sda"], usage.disk_read_bytes)

@@ -1,19 +1,15 @@
 """Live node metrics from Prometheus for the scheduling snapshot: PromQL templates, the series-label → node
-mapping, and the age of every sample, so that a stale or missing series reaches policies as *unknown* (None
-with a status), never as zero.
+mapping, and the time of every sample. What a sample's age means (fresh, stale, missing, unavailable) is decided
+in :mod:`mrsched.core.metrics`, which the simulator feeds too, so that a stale or missing series reaches
+policies as *unknown* (None with a status), never as zero.
 
 Each metric is one PromQL expression evaluated as an instant query; ``{window}`` in it is replaced by the
 configured rate window. Besides the values, one query reads the timestamp of a raw series per node
 (``timestamp(node_load1)`` by default): its age is the age of the node's latest scrape, since ``rate()``
-results carry the evaluation time, not the sample's.
-
-Statuses, per node:
-
-* ``fresh``: the node's latest sample is at most ``max_age_s`` old;
-* ``stale``: the node had samples once and has none newer than ``max_age_s`` now (exporter down, target
-  dropped: Prometheus's staleness markers make its series vanish, so "seen before" tells stale from missing);
-* ``missing``: no series for this node has ever been read;
-* ``unavailable``: Prometheus itself did not answer this round.
+results carry the evaluation time, not the sample's. When a node's exporter goes away, Prometheus's staleness
+markers make its series vanish: no newer sample arrives, so the node turns ``stale`` once its last one is older
+than ``max_age_s``; a node never seen is ``missing``; a Prometheus that does not answer makes every node
+``unavailable``.
 """
 
 from __future__ import annotations
@@ -28,6 +24,7 @@ from typing import Any
 from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
+from mrsched.core.metrics import FIELDS, MetricsTracker, Sample
 from mrsched.core.model import NodeMetrics
 
 log = logging.getLogger("mrsched.metrics")
@@ -48,7 +45,7 @@ DEFAULT_QUERIES: dict[str, str] = {
 }
 #: The raw series whose sample timestamp dates a node's metrics.
 DEFAULT_AGE_QUERY = "timestamp(node_load1)"
-FIELDS = tuple(DEFAULT_QUERIES)
+assert set(DEFAULT_QUERIES) == set(FIELDS)
 
 
 @dataclass(frozen=True)
@@ -87,8 +84,8 @@ def prometheus_query(url: str, timeout_s: float = 5.0) -> Query:
 
 
 class NodeMetricsSource:
-    """Reads every node's metrics each round and remembers which nodes it has seen (to tell stale from
-    missing)."""
+    """Reads every node's metrics from Prometheus each round into a :class:`~mrsched.core.metrics.MetricsTracker`
+    (which remembers each node's last sample, to tell stale from missing)."""
 
     def __init__(
         self, query: Query, settings: MetricsSettings | None = None, clock: Callable[[], float] = time.time
@@ -97,38 +94,31 @@ class NodeMetricsSource:
         self.settings = settings or MetricsSettings()
         self.clock = clock
         self._pattern = re.compile(self.settings.node_pattern)
-        self._last_seen: dict[str, float] = {}
-        self.available = True
+        self.tracker = MetricsTracker(self.settings.max_age_s)
+
+    @property
+    def available(self) -> bool:
+        return self.tracker.available
 
     def read(self, nodes: Iterable[str]) -> dict[str, NodeMetrics]:
         names = list(nodes)
-        now = self.clock()
         try:
             ages = self._by_node(self.query(self.settings.age_query))
             values = {m: self._by_node(self.query(self.settings.expression(m))) for m in FIELDS}
         except Exception as err:  # connection refused, timeout, bad query: the round goes on without metrics
-            if self.available:
+            if self.tracker.available:
                 log.warning("Prometheus unavailable, node metrics unknown until it answers: %s", err)
-            self.available = False
-            return {n: NodeMetrics(status="unavailable", age_s=self._age(n, now)) for n in names}
-        if not self.available:
+            self.tracker.source_down()
+            return self.tracker.read(names, self.clock())
+        if not self.tracker.available:
             log.info("Prometheus answers again")
-        self.available = True
-        for node, sampled_at in ages.items():
-            self._last_seen[node] = max(sampled_at, self._last_seen.get(node, 0.0))
-        return {n: self._node(n, values, now) for n in names}
-
-    def _node(self, node: str, values: dict[str, dict[str, float]], now: float) -> NodeMetrics:
-        age = self._age(node, now)
-        if age is None:
-            return NodeMetrics(status="missing")
-        if age > self.settings.max_age_s:
-            return NodeMetrics(status="stale", age_s=age)
-        return NodeMetrics(**{m: values[m].get(node) for m in FIELDS}, age_s=age, status="fresh")
-
-    def _age(self, node: str, now: float) -> float | None:
-        seen = self._last_seen.get(node)
-        return None if seen is None else max(0.0, now - seen)
+        self.tracker.record(
+            {
+                node: Sample(sampled_at, {m: values[m].get(node) for m in FIELDS})
+                for node, sampled_at in ages.items()
+            }
+        )
+        return self.tracker.read(names, self.clock())
 
     def _by_node(self, result: list[dict[str, Any]]) -> dict[str, float]:
         """Vector result → {node: value}; series without the node label or not matching are ignored."""
@@ -139,7 +129,5 @@ class NodeMetricsSource:
             if match is None:
                 continue
             node = match.group(1) if match.groups() else match.group(0)
-            value = float(series["value"][1])
-            if value == value:  # NaN (e.g. rate over a single sample) is as good as missing
-                out[node] = value
+            out[node] = float(series["value"][1])
         return out

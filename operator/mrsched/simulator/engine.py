@@ -5,7 +5,10 @@ Events, in time order (ties by insertion order, so a seed always gives the same 
 * job arrival: the job becomes active and the policy's ``on_job_submitted`` hook runs;
 * heartbeat of a node, every ``heartbeat_s`` (staggered over the interval): the node's physics advances, and
   ``policy.schedule_round(snapshot, [node])`` answers with placements, which start at once;
-* physics: the next phase change on a node (``NodeModel.next_event_s``), when tasks finish.
+* physics: the next phase change on a node (``NodeModel.next_event_s``), when tasks finish;
+* for policies that read node metrics (``needs_metrics``): the kernel's load-average sample every 5 s and a
+  Prometheus scrape every ``metrics.scrapeS`` (:mod:`mrsched.simulator.metrics`); a heartbeat's snapshot
+  carries the heartbeating node's metrics as of the latest scrape.
 
 A map reads its split from the local disk when a replica is on its node, otherwise over the network (off-rack
 transfers count twice: a 2:1 oversubscribed rack uplink). A reduce holds its slot from the moment it is placed
@@ -26,15 +29,17 @@ from typing import Any
 
 from mrsched.core.catalog import application, expand_layout
 from mrsched.core.locality import locality
+from mrsched.core.metrics import LOAD_SAMPLE_S
 from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.physics import Fault, NodeCapability, NodeModel, TaskDemand, isolated_duration
 from mrsched.core.policy import Oracle, Policy
+from mrsched.simulator.metrics import SimulatedMetrics
 from mrsched.simulator.probes import probe_node
 from mrsched.simulator.scenario import ClusterSpec
 
 #: Cost factor of off-rack transfers relative to in-rack ones (2:1 oversubscribed uplinks).
 OFF_RACK_COST = 2.0
-_ARRIVAL, _HEARTBEAT, _PHYSICS = 0, 1, 2
+_ARRIVAL, _HEARTBEAT, _PHYSICS, _LOAD_SAMPLE, _SCRAPE = 0, 1, 2, 3, 4
 
 
 @dataclass
@@ -117,6 +122,9 @@ class Simulation:
                 name: replace(node, probe=probe_node(name, self.capabilities[name], seed=seed))
                 for name, node in self.nodes.items()
             }
+        self.metrics = (
+            SimulatedMetrics(cluster.metrics, self.nodes, self.models) if self.policy.needs_metrics else None
+        )
         self.jobs = sorted(jobs, key=lambda j: j.submit_s)
         self._app_of = {j.id: j.app for j in self.jobs}
         self._unfinished = len(self.jobs)
@@ -189,6 +197,9 @@ class Simulation:
         offsets = self.rng.sample(range(len(self.nodes)), len(self.nodes))
         for i, node in zip(offsets, self.nodes, strict=True):
             self._push(self.heartbeat_s * i / len(self.nodes), _HEARTBEAT, node)
+        if self.metrics is not None:
+            self._push(LOAD_SAMPLE_S, _LOAD_SAMPLE, None)
+            self._push(self.metrics.spec.scrape_s, _SCRAPE, None)
         now = 0.0
         next_util = 0.0
         while self._queue and self._unfinished > 0:
@@ -207,6 +218,15 @@ class Simulation:
                 self.snapshot.touch(jobs_changed=True)
                 self.policy.on_job_submitted(payload, now)
                 self._wake_heartbeats(now)
+            elif kind == _LOAD_SAMPLE:
+                assert self.metrics is not None
+                self.metrics.sample_load(now)
+                self._reschedule_all_physics()
+                self._push(now + LOAD_SAMPLE_S, _LOAD_SAMPLE, None)
+            elif kind == _SCRAPE:
+                assert self.metrics is not None
+                self.metrics.scrape(now)
+                self._push(now + self.metrics.spec.scrape_s, _SCRAPE, None)
             elif kind == _HEARTBEAT:
                 if self.active or self.snapshot.running[payload]:
                     self._heartbeat(payload, now)
@@ -232,7 +252,24 @@ class Simulation:
             self.started,
             self.failed_attempts,
             map_times={app: dict(by_class) for app, by_class in self.map_times.items()},
+            extra={"metrics_trace": self._metrics_trace()} if self.metrics is not None else {},
         )
+
+    def _metrics_trace(self, every_s: float = 30.0) -> dict[str, list[tuple[float, float, float | None]]]:
+        """Each node's load1/cores and CPU utilisation as scraped, at most one point per ``every_s``."""
+        assert self.metrics is not None
+        out = {}
+        for node, points in self.metrics.trace.items():
+            kept: list[tuple[float, float, float | None]] = []
+            for point in points:
+                if not kept or point[0] - kept[-1][0] >= every_s:
+                    kept.append(point)
+            out[node] = kept
+        return out
+
+    def _reschedule_all_physics(self) -> None:
+        for name in self.models:
+            self._schedule_physics(name)
 
     def _wake_heartbeats(self, now: float) -> None:
         """Heartbeats stop while no job is active (a trace day is mostly idle); restart them, staggered."""
@@ -256,6 +293,8 @@ class Simulation:
         self._schedule_physics(node)
         if not self.active:
             return
+        if self.metrics is not None:
+            self.snapshot.metrics[node] = self.metrics.read(node, now)
         for placement in self.policy.schedule_round(self.snapshot, [node]):
             if self.records[placement.task.job_id].finish_s is None:
                 self._start(placement, now)

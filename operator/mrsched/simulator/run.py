@@ -196,7 +196,7 @@ def run_scenario(
                     policy.load_state(load_state[name])
                 return policy
 
-            sim = Simulation(scenario.cluster, jobs, factory, seed=seed)
+            sim = Simulation(scenario.cluster_for(name), jobs, factory, seed=seed)
             if name == policies[0]:
                 bounds.append(lower_bound(sim, jobs))  # before the run: it needs the jobs untouched
             result = sim.run()

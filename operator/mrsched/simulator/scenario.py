@@ -65,9 +65,30 @@ class FaultSpec(_Strict):
     intensity: float = Field(1.0, gt=0)  # busy loops per core, hog streams, or cores lost
 
 
+class OutageSpec(_Strict):
+    """The metrics source (Prometheus) is down from ``startS`` to ``endS``: no scrapes, no answers."""
+
+    start_s: float = Field(alias="startS", ge=0)
+    end_s: float = Field(alias="endS", gt=0)
+
+
+class MetricsSpec(_Strict):
+    """Node metrics as a Prometheus scraping the simulated nodes would serve them (``mrsched.simulator.metrics``;
+    modelled only for policies that read metrics)."""
+
+    #: Scrape interval: a policy sees each node's counters as of its latest scrape, up to this much late.
+    scrape_s: float = Field(5.0, alias="scrapeS", gt=0)
+    #: ``rate()`` window of CPU utilisation and disk and network rates.
+    rate_window_s: float = Field(10.0, alias="rateWindowS", gt=0)
+    #: A node whose latest sample is older than this is ``stale`` (the operator's ``--metrics-max-age``).
+    max_age_s: float = Field(30.0, alias="maxAgeS", gt=0)
+    outages: list[OutageSpec] = Field(default_factory=list)
+
+
 class ClusterSpec(_Strict):
     nodes: list[NodeGroup] = Field(min_length=1)
     faults: list[FaultSpec] = Field(default_factory=list)
+    metrics: MetricsSpec = Field(default_factory=MetricsSpec)
     # Slots per node for slot-based policies (Hadoop's default: 2 and 2).
     map_slots: int = Field(2, alias="mapSlots", ge=1)
     reduce_slots: int = Field(2, alias="reduceSlots", ge=0)
@@ -142,6 +163,9 @@ class Scenario(_Strict):
     policies: list[str] = Field(default_factory=lambda: list(DEFAULT_POLICIES))
     #: Options per policy entry (label ``name:variant`` or bare name), passed to the policy's config.
     policy_options: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="policyOptions")
+    #: Cluster keys that differ for one policy entry, e.g. ``{"fair:slots3": {mapSlots: 3}}`` (seed 001
+    #: Table V runs Fair with 2-7 fixed map slots against one adaptive run).
+    cluster_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="clusterOverrides")
     seeds: list[int] = Field(default_factory=lambda: [1])
     base_dir: Path = Field(Path("."), exclude=True)
 
@@ -149,6 +173,13 @@ class Scenario(_Strict):
         """The options of a policy entry: its own label's, else its bare policy name's."""
         found = self.policy_options.get(label)
         return found if found is not None else self.policy_options.get(policy_name(label))
+
+    def cluster_for(self, label: str) -> ClusterSpec:
+        """The cluster a policy entry runs on: the scenario's, with the entry's overrides."""
+        overrides = self.cluster_overrides.get(label)
+        if not overrides:
+            return self.cluster
+        return ClusterSpec.model_validate({**self.cluster.model_dump(by_alias=True), **overrides})
 
     def resolve(self, relative: str) -> Path:
         path = Path(relative)
@@ -165,6 +196,10 @@ def load_scenario(path: Path | str) -> Scenario:
             node_class(group.node_class)
         for job in scenario.workload.jobs:
             application(job.app)
+        for label in scenario.cluster_overrides:
+            if label not in scenario.policies:
+                raise ScenarioError(f"{path}: clusterOverrides names {label!r}, which is not in policies")
+            scenario.cluster_for(label)
         if scenario.workload.trace:
             application(scenario.workload.trace.app)
     except (ValidationError, CatalogError, yaml.YAMLError) as err:
