@@ -54,7 +54,7 @@ class OperatorProcess:
 
 def apply_crds(kube: Kube) -> None:
     kube.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
-    for crd in ("mapreducejobs", "nodeprofiles", "appprofiles"):
+    for crd in ("mapreducejobs", "nodeprofiles", "appprofiles", "policyprofiles"):
         kube.kubectl("wait", "--for=condition=Established", f"crd/{crd}.mrsched.dev", "--timeout=60s")
 
 

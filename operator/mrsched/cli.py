@@ -92,6 +92,17 @@ def _cluster_clear_faults(args: argparse.Namespace) -> int:
     return 0
 
 
+def _queries(pairs: list[str]) -> dict[str, str]:
+    """``NAME=PROMQL`` flags as a dict (the PromQL may contain '=')."""
+    out = {}
+    for pair in pairs:
+        name, sep, query = pair.partition("=")
+        if not sep or not name or not query:
+            raise SystemExit(f"mrsched: --metrics-query {pair!r}: expected NAME=PROMQL")
+        out[name] = query
+    return out
+
+
 def _run_operator(args: argparse.Namespace) -> int:
     from mrsched.operator.config import OperatorConfig
     from mrsched.operator.main import run_operator
@@ -107,6 +118,8 @@ def _run_operator(args: argparse.Namespace) -> int:
         data_host_path=args.data_host_path,
         prometheus_url=args.prometheus_url,
         metrics_node_label=args.metrics_node_label,
+        metrics_node_pattern=args.metrics_node_pattern,
+        metrics_queries=_queries(args.metrics_query) if args.metrics_query else None,
         metrics_rate_window=args.metrics_rate_window,
         metrics_max_age_s=args.metrics_max_age_s,
         metrics_port=args.metrics_port,
@@ -257,6 +270,15 @@ def build_parser() -> argparse.ArgumentParser:
     run_op.add_argument("--data-host-path", help="host directory mounted at /data when there is no claim")
     run_op.add_argument("--prometheus-url", help="Prometheus for node metrics")
     run_op.add_argument("--metrics-node-label", help="series label naming the node (default node)")
+    run_op.add_argument(
+        "--metrics-node-pattern", help="regex whose first group is the node in that label (default (.*))"
+    )
+    run_op.add_argument(
+        "--metrics-query",
+        action="append",
+        metavar="NAME=PROMQL",
+        help="replace one node metric's PromQL (docs/metrics.md); repeatable",
+    )
     run_op.add_argument("--metrics-rate-window", help="rate() window of node metrics (default 1m)")
     run_op.add_argument(
         "--metrics-max-age",

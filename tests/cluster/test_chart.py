@@ -144,9 +144,10 @@ def test_chart_lints_strictly_and_renders_a_least_privilege_operator(helm: Helm)
     assert sorted(roles) == ["leader", "probes"]
     assert {r["metadata"]["namespace"] for r in roles.values()} == {"mrsched-system"}
     assert [rule.get("resourceNames") for rule in roles["leader"]["rules"]] == [None, [LEASE]]
-    # Probe pods only in the release namespace: create, list, delete; never get, patch, exec.
+    # Probe pods only in the release namespace: create, list, delete; never get, patch, exec. Node Events there.
     assert [(r["resources"], r["verbs"]) for r in roles["probes"]["rules"]] == [
-        (["pods"], ["create", "list", "delete"])
+        (["pods"], ["create", "list", "delete"]),
+        (["events"], ["create"]),
     ]
 
     # Namespaced: the ClusterRole keeps only what is cluster-wide by nature; a Role in each watched namespace.
@@ -156,8 +157,8 @@ def test_chart_lints_strictly_and_renders_a_least_privilege_operator(helm: Helm)
         (["nodes"], ["list"]),
         (["pods"], ["list"]),
         (["customresourcedefinitions"], ["list", "watch"]),
-        (["nodeprofiles", "appprofiles"], ["list", "create"]),
-        (["nodeprofiles/status", "appprofiles/status"], ["patch"]),
+        (["nodeprofiles", "appprofiles", "policyprofiles"], ["list", "create"]),
+        (["nodeprofiles/status", "appprofiles/status", "policyprofiles/status"], ["patch"]),
         (["namespaces"], ["list", "watch"]),
     ]
     job_roles = [r for r in by_kind(docs, "Role") if r["metadata"]["name"].endswith("-jobs")]

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from mrsched.core.report import TaskReport
 from mrsched.core.metrics import LoadAverage
+from mrsched.core.report import TaskReport
 
 
 def test_report_round_trips_and_stays_under_four_kib() -> None:

@@ -102,6 +102,11 @@ class Policy(ABC):
     def load_state(self, state: dict[str, Any]) -> None:  # noqa: B027 (optional hook)
         pass
 
+    def slot_counts(self) -> dict[str, tuple[int, int]]:
+        """Per node, the (map, reduce) slots the policy uses now, when it sets them itself (seed 001's
+        adaptive slots); the operator exports them as a gauge. Empty: the nodes' configured slots."""
+        return {}
+
 
 _REGISTRY: dict[str, type[Policy]] = {}
 

@@ -8,8 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mrsched.core.metrics import FIELDS
 from mrsched.core.probes import PROBE_REPEATS
-from mrsched.operator.nodemetrics import DEFAULT_QUERIES, FIELDS, MetricsSettings
+from mrsched.operator.nodemetrics import DEFAULT_QUERIES, MetricsSettings
 from mrsched.policies import policy_names
 
 

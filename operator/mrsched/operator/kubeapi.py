@@ -159,7 +159,7 @@ class ClusterApi:
         ]
 
     def list_profiles(self, plural: str) -> list[dict[str, Any]]:
-        """Every NodeProfile or AppProfile (cluster-scoped)."""
+        """Every NodeProfile, AppProfile or PolicyProfile (cluster-scoped)."""
         return _items(
             self.custom.list_cluster_custom_object(
                 API_GROUP, API_VERSION, plural, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
@@ -270,6 +270,25 @@ class ClusterApi:
         }
         with contextlib.suppress(ApiException):  # events are best effort; never fail a round over one
             _json(self.core.create_namespaced_event(meta["namespace"], body, _preload_content=False))
+
+    def node_event(self, node: str, namespace: str, kind: str, reason: str, message: str) -> None:
+        """A core/v1 Event about a Node, so that ``kubectl describe node`` shows it. Written in ``namespace``
+        (the operator's own: Events of cluster-scoped objects may live in any namespace, and describe finds
+        them in all)."""
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        body = {
+            "metadata": {"generateName": f"{node}.", "namespace": namespace},
+            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node},
+            "type": kind,
+            "reason": reason,
+            "message": message[:1024],
+            "source": {"component": "mrsched"},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        with contextlib.suppress(ApiException):  # best effort, as for job events
+            _json(self.core.create_namespaced_event(namespace, body, _preload_content=False))
 
     def write_profile(
         self, plural: str, kind: str, name: str, spec: dict[str, Any], status: dict[str, Any]

@@ -74,6 +74,7 @@ class SchedulingLoop:
         self._finished_jobs: set[str] = set()
         self._seen_outcomes: set[str] = set()
         self._unschedulable: set[str] = set()  # pods whose kube-scheduler verdict was announced
+        self._metrics_status: dict[str, str] = {}  # node -> its metrics' status at the last read
         self._first_round = True
         self._pool = ThreadPoolExecutor(config.create_workers, thread_name_prefix="create")
         self.healthy_at = 0.0
@@ -356,8 +357,10 @@ class SchedulingLoop:
             self._version += 1_000_000  # strictly increasing across rounds: policies cache on (id, version)
             snapshot = snap.build(nodes, jobs, now, self._version, live_metrics)
             t0 = time.perf_counter()
-            placements = self.policy(name).schedule_round(snapshot, sorted(nodes))
+            policy = self.policy(name)
+            placements = policy.schedule_round(snapshot, sorted(nodes))
             self.metrics.placement_seconds.labels(name).observe(time.perf_counter() - t0)
+            self._policy_gauges(name, policy, live_metrics, nodes)
             for placement in placements:
                 spec = specs[placement.task.job_id]
                 if not self._fits(placement, spec, usable, used):
@@ -383,7 +386,8 @@ class SchedulingLoop:
             stats.created += created
 
     def _read_metrics(self, nodes: list[str]) -> dict[str, NodeMetrics]:
-        """Prometheus's view of the nodes, each marked fresh, stale, missing or unavailable."""
+        """Prometheus's view of the nodes, each marked fresh, stale, missing or unavailable; an Event on the
+        Node whenever its metrics stop or start being fresh (metric-driven policies fall back meanwhile)."""
         if self.node_metrics is None:
             return {}
         read = self.node_metrics.read(nodes)
@@ -391,7 +395,38 @@ class SchedulingLoop:
         counts = Counter(m.status for m in read.values())
         for status in ("fresh", "stale", "missing", "unavailable"):
             self.metrics.node_metrics.labels(status).set(counts.get(status, 0))
+        for node, metrics in read.items():
+            before = self._metrics_status.get(node)
+            self._metrics_status[node] = metrics.status
+            if before is None and metrics.status == "fresh":
+                continue  # the normal start: nothing to say
+            if (before == "fresh") != (metrics.status == "fresh") or before is None:
+                self._metrics_event(node, metrics)
         return read
+
+    def _metrics_event(self, node: str, metrics: NodeMetrics) -> None:
+        if metrics.status == "fresh":
+            kind, reason = "Normal", "MetricsRecovered"
+            message = "node metrics are fresh again: metric-driven policies use them again"
+        else:
+            kind, reason = "Warning", f"Metrics{metrics.status.capitalize()}"
+            age = f" (latest sample {metrics.age_s:.0f} s old)" if metrics.age_s is not None else ""
+            message = (
+                f"node metrics {metrics.status}{age}: metric-driven policies fall back until they are fresh "
+                "(adaptive-slots keeps the node's slot counts; learning places by Fair and learns nothing here)"
+            )
+        log.log(logging.WARNING if kind == "Warning" else logging.INFO, "%s: %s", node, message)
+        self.api.node_event(node, self.config.probes_namespace, kind, reason, message)
+
+    def _policy_gauges(
+        self, name: str, policy: Policy, live: dict[str, NodeMetrics], nodes: dict[str, Node]
+    ) -> None:
+        if policy.needs_metrics:
+            unknown = sum(1 for n in nodes if n not in live or live[n].status != "fresh")
+            self.metrics.metrics_fallback.labels(name).set(unknown)
+        for node, (maps, reduces) in policy.slot_counts().items():
+            self.metrics.node_slots.labels(node, "map", name).set(maps)
+            self.metrics.node_slots.labels(node, "reduce", name).set(reduces)
 
     def _fits(
         self, placement: Placement, spec: Any, usable: dict[str, snap.NodeInfo], used: dict[str, Any]

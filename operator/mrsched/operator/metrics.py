@@ -54,3 +54,15 @@ class OperatorMetrics:
             ["status"],
             registry=r,
         )
+        self.metrics_fallback = Gauge(
+            "mrsched_metrics_fallback_nodes",
+            "Worker nodes a metric-driven policy schedules on its fallback (their metrics are not fresh)",
+            ["policy"],
+            registry=r,
+        )
+        self.node_slots = Gauge(
+            "mrsched_node_slots",
+            "Slots per node that a policy sets itself (seed 001's adaptive slots), by task type",
+            ["node", "type", "policy"],
+            registry=r,
+        )
