@@ -190,7 +190,8 @@ def test_a_cpu_hog_slows_the_job_on_that_node(tmp_path: Path) -> None:
 
 def test_out_of_memory_attempts_are_retried_then_fail_the_job(tmp_path: Path) -> None:
     cluster = {"nodes": [{"class": "elkholy-dualcore", "count": 1}], "mapSlots": 12, "reduceSlots": 1}
-    jobs = [{"app": "wordcount", "maps": 24, "reduces": 1, "inputMBPerMap": 1}]
+    # Maps of ~40 s, far longer than the 3 s heartbeat: the node is still full at each retry.
+    jobs = [{"app": "wordcount", "maps": 24, "reduces": 1, "inputMBPerMap": 64}]
     sim, _, result = simulate(scenario(tmp_path, cluster=cluster, workload={"jobs": jobs}), "fifo")
     assert result.tasks_failed > 0  # 12 × 300 MB on 2 GiB: the OOM killer refuses some starts
     record = result.jobs[0]

@@ -54,6 +54,9 @@ class JobRecord:
     maps: int = 0
     reduces: int = 0
     starvation_s: float = 0.0  # seed 003 §III: mean wait of reduces started after the last map finished
+    #: Summed duration of the job's task attempts (start to end): ÷ its run time is its mean concurrent
+    #: tasks (seed 000 Fig 11 compares them per node).
+    task_s: float = 0.0
 
 
 @dataclass
@@ -351,6 +354,7 @@ class Simulation:
         run = self._running[node].pop(task_key)
         task = run.attempt.task
         job = self.snapshot.job(task.job_id)
+        self.records[job.id].task_s += now - run.attempt.start_s
         self.snapshot.running[node].remove(run.attempt)
         self.snapshot.touch()
         task.running = False

@@ -143,10 +143,28 @@ def summarise(result: SimulationResult) -> dict[str, Any]:
         "tasks_started": result.tasks_started,
         "events": result.events,
         "jobs": [
-            {"id": j.id, "user": j.user, "submit_s": j.submit_s, "start_s": j.start_s, "finish_s": j.finish_s}
+            {
+                "id": j.id,
+                "user": j.user,
+                "submit_s": j.submit_s,
+                "start_s": j.start_s,
+                "finish_s": j.finish_s,
+                "task_s": round(j.task_s, 3),
+                **_load_ratio(result, j.start_s, j.finish_s),
+            }
             for j in result.jobs
         ],
     }
+
+
+def _load_ratio(result: SimulationResult, start: float | None, end: float | None) -> dict[str, float]:
+    """Mean load1/cores over the nodes while the job ran, as the policy's metrics showed it (seed 000's
+    utilisation, Fig 8); only for policies that read metrics."""
+    trace = result.extra.get("metrics_trace")
+    if not trace or start is None or end is None:
+        return {}
+    points = [ratio for series in trace.values() for t, ratio, _ in series if start <= t <= end]
+    return {"load_ratio": round(statistics.fmean(points), 4)} if points else {}
 
 
 def _finite_mean(values: list[float]) -> float | None:
@@ -224,7 +242,8 @@ def run_scenario(
                     "throughput_work_per_s",
                 )
             },
-            "per_seed": [{k: v for k, v in r.items() if k != "jobs"} for r in runs],
+            # Each seed's jobs too when there are few (per-job comparisons over seeds, e.g. seed 000 Fig 11).
+            "per_seed": [{k: v for k, v in r.items() if k != "jobs" or len(v) <= 50} for r in runs],
             "locality": first["locality"],
             "mean_job_time_by_user_s": first["mean_job_time_by_user_s"],
             "makespan_sd_s": statistics.pstdev(r["makespan_s"] for r in runs),
