@@ -111,11 +111,26 @@ def test_elkholy_four_jobs_follow_table_iii() -> None:
     assert [(job.app, job.maps) for job in scenario.workload.jobs] == [
         ("wordcount", 170),
         ("terasort", 16),
-        ("pi", 10),
+        ("piestimator", 10),
         ("terasort", 16),
     ]
     classes = sorted(node.node_class.name for node in expand_layout(list(scenario.cluster.nodes)))
     assert classes == ["elkholy-dualcore", "elkholy-dualcore", "elkholy-i3", "elkholy-i3"]
+    # Table V: Fair at 2 (the cluster's) and 3-7 map slots per node in the same run.
+    fair = [p for p in scenario.policies if p.split(":")[0] == "fair"]
+    assert [scenario.cluster_for(p).map_slots for p in fair] == [2, 3, 4, 5, 6, 7]
+
+
+@pytest.mark.parametrize("count", [3, 5, 6, 7])
+def test_elkholy_job_count_batches_extend_table_iii(count: int) -> None:
+    """Table VI (digest A10): the first three of Table III, or Table III followed by TeraSort, Pi, TeraSort,
+    each submitted 5 s after the last."""
+    scenario = _load(f"elkholy-jobs-{count}")
+    apps = [job.app for job in scenario.workload.jobs]
+    pattern = ["wordcount", "terasort", "piestimator", "terasort", "terasort", "piestimator", "terasort"]
+    assert apps == pattern[:count]
+    assert [job.submit_s for job in scenario.workload.jobs] == [5.0 * i for i in range(count)]
+    assert scenario.cluster.map_slots == 2 and "adaptive-slots" in scenario.policies
 
 
 # seed 002 Table 4.3, in submission order.
