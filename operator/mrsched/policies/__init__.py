@@ -8,8 +8,18 @@ from __future__ import annotations
 from typing import Any
 
 from mrsched.core.policy import Oracle, Policy, build_policy, registered
-from mrsched.policies import capacity, dara, fair, fifo, kube_default, throughput  # noqa: F401  (registration)
-from mrsched.policies import oracle as _oracle  # noqa: F401  (registration)
+
+# Registration: importing a policy module registers its policy (one line per module).
+from mrsched.policies import (
+    capacity,  # noqa: F401
+    dara,  # noqa: F401
+    fair,  # noqa: F401
+    fifo,  # noqa: F401
+    kube_default,  # noqa: F401
+    learning,  # noqa: F401
+    throughput,  # noqa: F401
+)
+from mrsched.policies import oracle as _oracle  # noqa: F401
 
 
 def make_policy(

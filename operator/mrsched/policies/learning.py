@@ -1,0 +1,396 @@
+"""Seed 000's learning scheduler: pattern classification for task assignment (Dhok & Varma; digest
+../shared/specs/dhok-varma.md).
+
+Per heartbeat of node n (:meth:`Learning.assign`, digest §1.5):
+
+1. **Supervise.** Every pending decision of n (a task this policy assigned at n's previous heartbeat) is
+   labelled by the overload rule on *this* heartbeat's metrics: y = 0 (bad) iff load1/cores > θ (strict,
+   Sec. V-B), else 1; the labelled example updates the one global classifier (A4) and the decision log.
+   Only assignments produce examples; a decision made at the same time stamp is not judged yet (the next
+   heartbeat must come later).
+2. **Assign**, up to k times (k = 1 in the paper; no slot limit, the learner ignores ``map_slots``):
+   candidates are one (job, map) per job with a pending map and one (job, reduce) per job whose reduces are
+   allowed and pending (A5); each is labelled by the classifier from its features F
+   (:mod:`~mrsched.policies.learning_features`); among the *good* ones with U > 0 the one with the largest
+   E.U. = U(J)·P(good|F) (Eq 1) is chosen — with ``score: unnormalised`` the paper's D4, U·P(good)·ΠP(F_i|good),
+   instead (A1) — and a task of it placed: a map with the best locality (Hadoop's rule after the job choice,
+   §3.8), or its reduce. The decision (features) waits in pending[n].
+
+Classifiers: Naive Bayes (default, the one the paper evaluates; D2-D4) or the perceptron (D5, D6); see
+:mod:`~mrsched.policies.learning_classifiers`. With the perceptron there is no probability: among good
+candidates the largest U wins, ties by margin W·F + b, then submission order (§1.7). Utilities:
+:mod:`~mrsched.policies.utilities`.
+
+Metrics fallback [ours, the paper assumes the heartbeat always carries the node's state]: a node whose metrics
+are not fresh, or whose load1 is unknown, is unknown to the classifier. Nothing is judged or decided on it;
+the composed :class:`~mrsched.policies.fair.Fair` policy places within the node's configured slots. Its
+pending decisions wait for fresh metrics, and are dropped unjudged after ``MAX_WAIT`` heartbeats without
+them (a label read minutes later would no longer say what the task did to the node).
+
+Idle-node exploration [ours; ``idleExploration``, default on]: if no candidate is good while the node runs no
+task at all and is not overloaded, the best candidate by E.U. is assigned anyway (said so in the explanation).
+Without it the learner can deadlock after its first examples, as at cold start (A3, §3.4): once every
+candidate on an idle node is labelled bad nothing is assigned there, no example is produced, and the idle
+state never changes, so the label never changes either — jobs would wait for ever on an idle cluster. An idle,
+underloaded node is the one state in which one task cannot be the cause of an overload the rule already saw.
+
+Accuracy (Fig. 10): the fraction of judged decisions whose prediction was confirmed by the overload rule
+(*good* and no overload; an exploration's *bad* and an overload), reported per window of 250 decisions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, NodeMetrics, Placement, Task, TaskOutcome
+from mrsched.core.policy import PolicyConfig, register
+from mrsched.policies.fair import Fair, FairConfig
+from mrsched.policies.learning_classifiers import NaiveBayes, Perceptron
+from mrsched.policies.learning_features import Features, NodeClasses, features
+from mrsched.policies.slots import SlotPolicy
+from mrsched.policies.utilities import UTILITIES, UtilityContext, combined
+
+WINDOW = 250  # decisions per accuracy window (Fig. 10)
+LOG_KEPT = 200  # decisions kept in the persisted log (counts are kept in full)
+MAX_WAIT = 12  # heartbeats without fresh metrics before a pending decision is dropped (1 min at 5 s) [ours]
+
+
+class LearningConfig(PolicyConfig):
+    classifier: Literal["naive-bayes", "perceptron"] = "naive-bayes"
+    overload_threshold: float = Field(1.0, alias="overloadThreshold", gt=0)  # θ: overloaded ⇔ load1/cores > θ
+    tasks_per_heartbeat: int = Field(1, alias="tasksPerHeartbeat", ge=1)  # k
+    score: Literal["normalised", "unnormalised"] = "normalised"  # A1: Eq (1) or the paper's D4
+    utilities: list[str] = Field(default_factory=lambda: ["constant"], min_length=1)
+    map_before_reduce: float = Field(0.05, alias="mapBeforeReduce", ge=0, le=1)  # A8
+    budgets: dict[str, float] = Field(default_factory=dict)  # user -> units; one unit per assigned task
+    capacities: dict[str, float] = Field(default_factory=dict)  # user -> promised fraction f in (0, 1]
+    capacity_rule: Literal["relative", "literal"] = Field("relative", alias="capacityRule")  # A9
+    revenue: dict[str, float] = Field(default_factory=dict)  # user -> amount paid (default 1)
+    disk_bytes_per_s: float = Field(100e6, alias="diskBytesPerS", gt=0)  # nominal rates for binning [ours]
+    network_bytes_per_s: float = Field(125e6, alias="networkBytesPerS", gt=0)
+    perceptron_bias: float = Field(0.1, alias="perceptronBias", gt=0)  # §1.7's cold-start fix
+    idle_exploration: bool = Field(True, alias="idleExploration")  # liveness on idle nodes [ours]
+
+    @model_validator(mode="after")
+    def _check(self) -> LearningConfig:
+        unknown = [u for u in self.utilities if u not in UTILITIES]
+        if unknown:
+            raise ValueError(f"unknown utilities {unknown}; known: {', '.join(UTILITIES)}")
+        bad = [user for user, f in self.capacities.items() if not 0 < f <= 1]
+        if bad:
+            raise ValueError(f"capacities must be fractions in (0, 1]: {bad}")
+        return self
+
+
+@dataclass
+class Decision:
+    """An assignment waiting for the node's next heartbeat to be judged."""
+
+    node: str
+    at: float
+    job_id: str
+    kind: str
+    features: Features
+    p_good: float
+    predicted: int = 1  # 1: labelled good; 0: an idle-node exploration of a candidate labelled bad
+    waited: int = 0
+
+
+@dataclass
+class _Candidate:
+    job: Job
+    kind: Literal["map", "reduce"]
+    features: Features
+    p_good: float
+    utility: float
+    key: float  # what is maximised: E.U. (Eq 1 / D4, as a log for D4) or, for the perceptron, U
+    margin: float
+
+
+@dataclass
+class _NodeStats:
+    decisions: int = 0
+    overloads: int = 0
+    last_ratio: float | None = None
+    status: str = "missing"
+
+
+@register
+class Learning(SlotPolicy):
+    name = "learning"
+    Config = LearningConfig
+    needs_metrics = True
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.cfg: LearningConfig = self.config  # type: ignore[assignment]
+        self.theta = self.cfg.overload_threshold
+        self.classifier: NaiveBayes | Perceptron = (
+            NaiveBayes() if self.cfg.classifier == "naive-bayes" else Perceptron(self.cfg.perceptron_bias)
+        )
+        self.classes = NodeClasses()
+        self.pending: dict[str, list[Decision]] = {}
+        self.log: deque[dict[str, Any]] = deque(maxlen=LOG_KEPT)
+        self.judged = 0
+        self.overloads = 0
+        self.windows: list[float] = []  # accuracy of each full window of 250 decisions (last 100 kept)
+        self._window = [0, 0]  # judged, confirmed in the current window
+        self.nodes: dict[str, _NodeStats] = {}
+        self.balances: dict[str, float] = dict(self.cfg.budgets)
+        self.fair = Fair(FairConfig(), seed=self.seed)  # the fallback while a node's metrics are unknown
+
+    # --- hooks: the composed Fair keeps its own indexes and waits ---------------------------------------
+
+    def on_job_submitted(self, job: Job, now: float) -> None:
+        self.fair.on_job_submitted(job, now)
+
+    def on_job_finished(self, job: Job, now: float) -> None:
+        super().on_job_finished(job, now)
+        self.fair.on_job_finished(job, now)
+
+    def on_task_finished(self, outcome: TaskOutcome) -> None:
+        super().on_task_finished(outcome)
+        self.fair.on_task_finished(outcome)
+
+    def on_task_requeued(self, task: Task) -> None:
+        super().on_task_requeued(task)
+        self.fair.on_task_requeued(task)
+
+    # --- supervision -------------------------------------------------------------------------------------
+
+    def overloaded(self, load_ratio: float) -> bool:
+        """The overload rule (Sec. V-B): load1/cores > θ, strictly ("crossed the limit")."""
+        return load_ratio > self.theta
+
+    def _supervise(self, node: str, ratio: float, now: float) -> None:
+        """Label the decisions of ``node``'s previous heartbeat(s) with this heartbeat's load and learn."""
+        keep: list[Decision] = []
+        stats = self.nodes[node]
+        for d in self.pending.get(node, []):
+            if d.at >= now:
+                keep.append(d)  # made at this very time stamp: the next heartbeat judges it
+                continue
+            y = 0 if self.overloaded(ratio) else 1
+            self.classifier.update(d.features, y)
+            self.judged += 1
+            self.overloads += 1 - y
+            stats.decisions += 1
+            stats.overloads += 1 - y
+            self._window[0] += 1
+            self._window[1] += int(y == d.predicted)  # a prediction "good" is confirmed by y = 1
+            if self._window[0] == WINDOW:
+                self.windows = [*self.windows, self._window[1] / WINDOW][-100:]
+                self._window = [0, 0]
+            self.log.append(
+                {
+                    "node": node,
+                    "t": d.at,
+                    "judgedAt": now,
+                    "job": d.job_id,
+                    "type": d.kind,
+                    "pGood": round(d.p_good, 6),
+                    "loadRatio": round(ratio, 6),  # raw, so the log can be relabelled under another θ
+                    "y": y,
+                    "f": list(d.features.categories),
+                }
+            )
+        self.pending[node] = keep
+
+    def accuracy(self) -> float | None:
+        """The last full window's accuracy, else the running one (None before any judged decision)."""
+        if self.windows:
+            return self.windows[-1]
+        return self._window[1] / self._window[0] if self._window[0] else None
+
+    # --- assignment --------------------------------------------------------------------------------------
+
+    def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
+        metrics = snapshot.metrics.get(node, NodeMetrics(status="missing"))
+        stats = self.nodes.setdefault(node, _NodeStats())
+        stats.status = metrics.status
+        if metrics.status != "fresh" or metrics.load1 is None:
+            return self._fallback(snapshot, node, metrics)
+        ratio = metrics.load1 / max(1, snapshot.nodes[node].cores)
+        self._supervise(node, ratio, snapshot.now)
+        stats.last_ratio = ratio
+        placements: list[Placement] = []
+        for _ in range(self.cfg.tasks_per_heartbeat):
+            placed = self._assign_one(snapshot, node, metrics, ratio)
+            if placed is None:
+                break
+            placements.append(placed)
+        return placements
+
+    def _fallback(self, snapshot: ClusterSnapshot, node: str, metrics: NodeMetrics) -> list[Placement]:
+        """Metrics unknown: no judgement, no decision; the composed Fair places within the node's slots."""
+        waiting = self.pending.get(node, [])
+        for d in waiting:
+            d.waited += 1
+        self.pending[node] = [d for d in waiting if d.waited <= MAX_WAIT]
+        status = metrics.status if metrics.status != "fresh" else "fresh without load1"
+        out = []
+        for p in self.fair.assign(snapshot, node):
+            self._charge(snapshot.job(p.task.job_id))
+            why = f"metrics {status}: Fair fallback; {p.explanation.reason}"
+            out.append(replace(p, explanation=Explanation(self.name, 0.0, why)))
+        return out
+
+    def _charge(self, job: Job) -> None:
+        if job.user in self.balances:
+            self.balances[job.user] -= 1.0
+
+    def _context(self, snapshot: ClusterSnapshot) -> UtilityContext:
+        return UtilityContext(
+            snapshot,
+            self.cfg.map_before_reduce,
+            self.balances,
+            self.cfg.capacities,
+            self.cfg.capacity_rule,
+            self.cfg.revenue,
+        )
+
+    def candidates(
+        self, snapshot: ClusterSnapshot, node: str, metrics: NodeMetrics, *, include_bad: bool = False
+    ) -> list[_Candidate]:
+        """The candidates (A5) the classifier labels good (all of them with ``include_bad``) and whose U > 0,
+        best first."""
+        ctx = self._context(snapshot)
+        out: list[_Candidate] = []
+        for job in snapshot.jobs:
+            kinds: list[Literal["map", "reduce"]] = []
+            if job.finished_maps + job.running_maps < len(job.maps):  # pick_map finds the task later
+                kinds.append("map")
+            if self.pick_reduce(job) is not None:
+                kinds.append("reduce")
+            for kind in kinds:
+                f = features(
+                    snapshot,
+                    node,
+                    job,
+                    kind,
+                    metrics,
+                    theta=self.theta,
+                    classes=self.classes,
+                    disk_rate=self.cfg.disk_bytes_per_s,
+                    network_rate=self.cfg.network_bytes_per_s,
+                )
+                if not include_bad and not self.classifier.is_good(f):
+                    continue
+                u = combined(self.cfg.utilities, job, kind, ctx)
+                if u <= 0:
+                    continue  # zero utility: not considered
+                p = self.classifier.p_good(f)
+                if isinstance(self.classifier, Perceptron):
+                    key, margin = u, self.classifier.margin(f)
+                elif self.cfg.score == "unnormalised":  # D4, in logs: U·P(good)·ΠP(F_i|good) underflows
+                    key, margin = math.log(u) + self.classifier.log_joint(f)[1], 0.0
+                else:
+                    key, margin = u * p, 0.0  # Eq (1)
+                out.append(_Candidate(job, kind, f, p, u, key, margin))
+        # Largest key first; ties: the perceptron's margin, then submission order (the stable sort keeps it).
+        out.sort(key=lambda c: (-c.key, -c.margin))
+        return out
+
+    def _assign_one(
+        self, snapshot: ClusterSnapshot, node: str, metrics: NodeMetrics, ratio: float
+    ) -> Placement | None:
+        good = self.candidates(snapshot, node, metrics)
+        exploring = (
+            not good
+            and self.cfg.idle_exploration
+            and snapshot.running_on(node) == 0
+            and not self.overloaded(ratio)
+        )
+        if exploring:  # liveness [ours]: see the module docstring
+            good = self.candidates(snapshot, node, metrics, include_bad=True)
+        for rank, best in enumerate(good):
+            task: Task | None
+            if best.kind == "map":
+                found = self.pick_map(best.job, snapshot, node)
+                task, level = (found[0], f"{found[1]}-local") if found is not None else (None, "")
+            else:
+                task, level = self.pick_reduce(best.job), "reduce"
+            if task is None:
+                continue  # defensive: the candidate's task vanished; try the next best
+            runner = next((c for c in good[rank + 1 :]), None)
+            runner_up = None
+            if runner is not None:
+                runner_up = (
+                    f"{runner.job.id}/{runner.kind} (U={runner.utility:.3g}, P(good)={runner.p_good:.3f})"
+                )
+            state = "overloaded" if self.overloaded(ratio) else "not overloaded"
+            score = best.utility * best.p_good
+            reason = (
+                ("idle-node exploration, no candidate is good; " if exploring else "")
+                + f"{self.classifier.name}: P(good)={best.p_good:.3f}, U={best.utility:.3g}, "
+                f"E.U.={score:.3g} (Eq 1); node load1/cores={ratio:.2f} vs θ={self.theta:g} ({state}); {level}"
+            )
+            placement = Placement(task, node, Explanation(self.name, score, reason, runner_up))
+            snapshot.commit(placement)
+            self._charge(best.job)
+            self.pending.setdefault(node, []).append(
+                Decision(
+                    node, snapshot.now, best.job.id, best.kind, best.features, best.p_good, int(not exploring)
+                )
+            )
+            return placement
+        return None
+
+    # --- persistence -------------------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        model_key = "counts" if isinstance(self.classifier, NaiveBayes) else "weights"
+        policy: dict[str, Any] = {
+            "classifier": self.classifier.name,
+            "theta": self.theta,
+            "decisions": self.judged,
+            "overloads": self.overloads,
+            "accuracy": self.accuracy(),
+            "accuracyWindows": list(self.windows),
+            "window": list(self._window),
+            model_key: self.classifier.state(),
+            "nodeClassVocabulary": list(self.classes.names),
+            "balances": dict(self.balances),
+            "log": list(self.log),
+        }
+        nodes = {
+            name: {
+                "decisions": s.decisions,
+                "overloads": s.overloads,
+                "lastLoadRatio": s.last_ratio,
+                "metrics": s.status,
+            }
+            for name, s in self.nodes.items()
+        }
+        return {"policy": policy, "nodes": nodes}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """The inverse of :meth:`state`. The model is restored only if it was saved by the same classifier;
+        it is kept as learned even if θ changed (relabelling needs the full log, of which 200 are kept)."""
+        policy = state.get("policy") or {}
+        if policy.get("classifier") == self.classifier.name:
+            saved = policy.get("counts" if isinstance(self.classifier, NaiveBayes) else "weights")
+            if isinstance(saved, dict):
+                self.classifier.load(saved)
+        self.judged = int(policy.get("decisions", 0))
+        self.overloads = int(policy.get("overloads", 0))
+        self.windows = [float(a) for a in policy.get("accuracyWindows", [])]
+        window = policy.get("window", [0, 0])
+        self._window = [int(window[0]), int(window[1])] if len(window) == 2 else [0, 0]
+        self.classes = NodeClasses([str(n) for n in policy.get("nodeClassVocabulary", [])])
+        self.balances.update({str(u): float(b) for u, b in (policy.get("balances") or {}).items()})
+        self.log = deque(policy.get("log", []), maxlen=LOG_KEPT)
+        for name, entry in (state.get("nodes") or {}).items():
+            if isinstance(entry, dict):
+                ratio = entry.get("lastLoadRatio")
+                self.nodes[name] = _NodeStats(
+                    int(entry.get("decisions", 0)),
+                    int(entry.get("overloads", 0)),
+                    None if ratio is None else float(ratio),
+                    str(entry.get("metrics", "missing")),
+                )
