@@ -129,6 +129,14 @@ def test_overload_rule_is_strict() -> None:
     assert load_bin(3.0, 1.5) == 10  # overflow bin at 2θ
 
 
+def test_optional_memory_condition_joins_the_overload_rule() -> None:
+    assert not learner().overloaded(0.5, 0.01)  # the paper's rule: load alone
+    policy = learner({"minFreeMemory": 0.1})
+    assert policy.overloaded(0.5, 0.09) and not policy.overloaded(0.5, 0.1)
+    assert not policy.overloaded(0.5, None)  # unknown free memory never overloads
+    assert policy.overloaded(1.01, 0.9)  # load still counts
+
+
 def test_decision_is_judged_at_the_next_heartbeat_with_that_heartbeats_load() -> None:
     policy = learner()
     s = snap([job("a", maps=10)])

@@ -226,3 +226,21 @@ def test_a_task_with_almost_no_work_finishes_instead_of_stalling_the_clock() -> 
     (done,) = model.pop_finished()
     assert done.task_id == "tiny" and not model.running_ids
     assert model.next_event_s() == math.inf
+
+
+def test_a_sleeping_task_is_not_runnable_and_sleeps_in_parallel() -> None:
+    """The wait phase (seed 000's URLGet server replies and deliberate delays): wall time only, no core, no
+    disk, no load; any number of sleepers sleep at once."""
+    sleepy = TaskDemand(cpu_s=4.0, wait_s=20.0)  # alone: 3 s overhead + 20 s asleep + 4/2 s of CPU
+    assert run_alone(CAP, sleepy) == pytest.approx(isolated_duration(CAP, sleepy)) == pytest.approx(25.0)
+    model = NodeModel("n", CAP)
+    for i in range(8):  # twice the cores
+        model.start(str(i), sleepy, 0.0)
+    model.advance(10.0)  # all past their 3 s overhead, all asleep
+    assert model.runnable() == 0.0
+    busy_before = model.counters.cpu_busy_s
+    model.advance(20.0)
+    assert model.counters.cpu_busy_s == pytest.approx(busy_before)  # sleeping burns no CPU
+    # They wake together at 23 s and share 4 cores: 8 × 4 reference-s at rate 2 on 4 cores is 4 s, times the
+    # over-subscription cost 1 + 0.2·(8 − 4)/4 = 1.2.
+    assert sorted(run_all(model).values()) == pytest.approx([23.0 + 4.0 * 1.2] * 8)

@@ -71,6 +71,9 @@ class TaskProfile(_Strict):
     write_mb: float = Field(0.0, alias="writeMB", ge=0)
     write_per_input: float = Field(0.0, alias="writePerInput", ge=0)
     memory_mb: float = Field(256.0, alias="memoryMB", ge=0)
+    #: Seconds the task sleeps using nothing (not runnable): waitS + waitSPerMB·M.
+    wait_s: float = Field(0.0, alias="waitS", ge=0)
+    wait_s_per_mb: float = Field(0.0, alias="waitSPerMB", ge=0)
     # A map's output that the reduces fetch (the shuffle), when it is not what the map writes to disk
     # (Pi writes spills and logs but emits two numbers).
     output_mb: float | None = Field(None, alias="outputMB", ge=0)
@@ -89,6 +92,7 @@ class TaskProfile(_Strict):
             write_mb=self.write_mb + self.write_per_input * input_mb,
             network_mb=network_mb,
             memory_mb=self.memory_mb,
+            wait_s=self.wait_s + self.wait_s_per_mb * input_mb,
         )
 
 

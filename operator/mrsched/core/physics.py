@@ -5,11 +5,12 @@ see its parameters; they must learn them from task outcomes, as on a real cluste
 
 Alone, a task's time is seed 002's static model (Gupta, Eq 3.1/3.2): it uses one resource after another,
 
-    T = Ω + θn/βn + θc/κc + θd/κd
+    T = Ω + θn/βn + w + θc/κc + θd/κd
 
 (start-up overhead Ω, network transfer, CPU work θc in reference-core seconds at capability κc, disk work θd
 in reference-disk seconds at capability κd; the network term is zero for local input, where Eq 3.2 applies
-exactly).
+exactly). ``w`` is time the task sleeps using nothing (a server's think time, a deliberate delay: seed 000's
+URLGet and "WordCount + 10 ms delay"); a sleeping task is not runnable, so it adds nothing to the load average.
 
 Together, tasks share the node as a fluid (processor-sharing) model, integrated exactly between events:
 
@@ -85,6 +86,7 @@ class TaskDemand:
     write_mb: float = 0.0  # local disk writes
     network_mb: float = 0.0  # non-local input or shuffle bytes fetched over the network
     memory_mb: float = 0.0
+    wait_s: float = 0.0  # sleeping, using no resource (server replies, deliberate delays)
 
     @property
     def disk_s(self) -> float:
@@ -99,6 +101,7 @@ class TaskDemand:
             read_mb=self.read_mb * factor,
             write_mb=self.write_mb * factor,
             network_mb=self.network_mb * factor,
+            wait_s=self.wait_s * factor,
         )
 
 
@@ -120,6 +123,7 @@ def isolated_duration(cap: NodeCapability, demand: TaskDemand) -> float:
     return (
         cap.overhead_s
         + demand.network_mb / cap.network_mbps
+        + demand.wait_s
         + demand.cpu_s / cap.cpu_rate
         + demand.disk_s / cap.disk_rate
     )
@@ -130,12 +134,13 @@ class Phase(Enum):
 
     OVERHEAD = "overhead"
     NETWORK = "network"
+    WAIT = "wait"
     CPU = "cpu"
     DISK = "disk"
 
 
-_PHASE_ORDER = (Phase.OVERHEAD, Phase.NETWORK, Phase.CPU, Phase.DISK)
-_OVERHEAD, _NETWORK, _CPU, _DISK = range(4)
+_PHASE_ORDER = (Phase.OVERHEAD, Phase.NETWORK, Phase.WAIT, Phase.CPU, Phase.DISK)
+_OVERHEAD, _NETWORK, _WAIT, _CPU, _DISK = range(5)
 
 
 @dataclass
@@ -285,7 +290,7 @@ class NodeModel:
 
     def runnable(self) -> float:
         """Threads running or waiting for CPU or disk: what Linux's load average counts."""
-        in_work = sum(1 for t in self._running.values() if t.phase is not Phase.NETWORK)
+        in_work = sum(1 for t in self._running.values() if t.phase not in (Phase.NETWORK, Phase.WAIT))
         return in_work + self.cpu_hog_threads() + self.disk_hog_streams()
 
     def pop_finished(self) -> list[TaskOutcome]:
@@ -304,7 +309,7 @@ class NodeModel:
     def _compute_rates(self) -> _Rates:
         cap = self.capability
         cores = self.effective_cores()
-        in_phase = [0, 0, 0, 0]  # tasks per phase, indexed like _PHASE_ORDER
+        in_phase = [0] * len(_PHASE_ORDER)  # tasks per phase, indexed like _PHASE_ORDER
         for task in self._running.values():
             in_phase[task.phase_index] += 1
         consumers = in_phase[_CPU] + self.cpu_hog_threads()
@@ -319,6 +324,7 @@ class NodeModel:
         rate_of = (
             1.0 / swap,
             cap.network_mbps / max(flows, 1) / swap,
+            1.0,  # sleeping: wall time, whatever else the node does
             cap.cpu_rate * cpu_share / cpu_cost / swap,
             cap.disk_rate * disk_share / swap,
         )
@@ -388,7 +394,7 @@ class NodeModel:
                 task.usage.cpu_s += rates.cpu_share * dt
             elif phase is Phase.DISK:
                 self._account_disk(task, done)
-            else:
+            elif phase is Phase.NETWORK:
                 nbytes = done * 1e6
                 task.usage.network_bytes += int(nbytes)
                 self.counters.network_receive_bytes += nbytes
@@ -412,6 +418,8 @@ class NodeModel:
         phase = task.phase
         if phase is Phase.NETWORK:
             return task.demand.network_mb
+        if phase is Phase.WAIT:
+            return task.demand.wait_s
         if phase is Phase.CPU:
             return task.demand.cpu_s
         if phase is Phase.DISK:
@@ -444,7 +452,13 @@ def predicted_duration(cap: NodeCapability, demand: TaskDemand, others: int) -> 
     cpu_stretch = max(1.0, k / cap.cores) * (1.0 + cap.cpu_contention * max(0.0, k - cap.cores) / cap.cores)
     streams = max(1.0, k * (disk_t / busy if busy else 0.0))
     disk_stretch = streams * (1.0 + cap.disk_contention * (streams - 1.0))
-    return cap.overhead_s + demand.network_mb / cap.network_mbps + cpu_t * cpu_stretch + disk_t * disk_stretch
+    return (
+        cap.overhead_s
+        + demand.network_mb / cap.network_mbps
+        + demand.wait_s
+        + cpu_t * cpu_stretch
+        + disk_t * disk_stretch
+    )
 
 
 def run_alone(cap: NodeCapability, demand: TaskDemand, *, faults: Iterable[Fault] = ()) -> float:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, cast
 
 from mrsched.core.catalog import CatalogError, TaskType, application
@@ -100,13 +101,7 @@ def demand_from_env(env: Mapping[str, str], node_name: str) -> TaskDemand | None
     demand = profile.demand(input_mb)
     if hosts and node_name not in hosts:
         # Remote replica: the bytes arrive over the NIC rather than from the local disk.
-        demand = TaskDemand(
-            cpu_s=demand.cpu_s,
-            read_mb=max(0.0, demand.read_mb - input_mb),
-            write_mb=demand.write_mb,
-            network_mb=input_mb,
-            memory_mb=demand.memory_mb,
-        )
+        demand = replace(demand, read_mb=max(0.0, demand.read_mb - input_mb), network_mb=input_mb)
     return demand
 
 

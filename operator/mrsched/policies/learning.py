@@ -63,6 +63,10 @@ MAX_WAIT = 12  # heartbeats without fresh metrics before a pending decision is d
 class LearningConfig(PolicyConfig):
     classifier: Literal["naive-bayes", "perceptron"] = "naive-bayes"
     overload_threshold: float = Field(1.0, alias="overloadThreshold", gt=0)  # θ: overloaded ⇔ load1/cores > θ
+    #: [ours] Also overloaded when the node's free memory falls below this share of its memory. The paper's
+    #: overload rules are pluggable (§III-D: "network usage can also be included"); its experiments use load
+    #: alone, which cannot see tasks that sleep in memory (seed 000's WordCount + 10 ms delay) until swapping.
+    min_free_memory: float | None = Field(None, alias="minFreeMemory", gt=0, lt=1)
     tasks_per_heartbeat: int = Field(1, alias="tasksPerHeartbeat", ge=1)  # k
     score: Literal["normalised", "unnormalised"] = "normalised"  # A1: Eq (1) or the paper's D4
     utilities: list[str] = Field(default_factory=lambda: ["constant"], min_length=1)
@@ -163,11 +167,17 @@ class Learning(SlotPolicy):
 
     # --- supervision -------------------------------------------------------------------------------------
 
-    def overloaded(self, load_ratio: float) -> bool:
-        """The overload rule (Sec. V-B): load1/cores > θ, strictly ("crossed the limit")."""
-        return load_ratio > self.theta
+    def overloaded(self, load_ratio: float, free_memory: float | None = None) -> bool:
+        """The overload rule (Sec. V-B): load1/cores > θ, strictly ("crossed the limit"); with
+        ``minFreeMemory``, also a free-memory share below it (unknown free memory never overloads)."""
+        low_memory = (
+            self.cfg.min_free_memory is not None
+            and free_memory is not None
+            and free_memory < self.cfg.min_free_memory
+        )
+        return load_ratio > self.theta or low_memory
 
-    def _supervise(self, node: str, ratio: float, now: float) -> None:
+    def _supervise(self, node: str, ratio: float, now: float, free_memory: float | None = None) -> None:
         """Label the decisions of ``node``'s previous heartbeat(s) with this heartbeat's load and learn."""
         keep: list[Decision] = []
         stats = self.nodes[node]
@@ -175,7 +185,7 @@ class Learning(SlotPolicy):
             if d.at >= now:
                 keep.append(d)  # made at this very time stamp: the next heartbeat judges it
                 continue
-            y = 0 if self.overloaded(ratio) else 1
+            y = 0 if self.overloaded(ratio, free_memory) else 1
             self.classifier.update(d.features, y)
             self.judged += 1
             self.overloads += 1 - y
@@ -216,7 +226,7 @@ class Learning(SlotPolicy):
         if metrics.status != "fresh" or metrics.load1 is None:
             return self._fallback(snapshot, node, metrics)
         ratio = metrics.load1 / max(1, snapshot.nodes[node].cores)
-        self._supervise(node, ratio, snapshot.now)
+        self._supervise(node, ratio, snapshot.now, _free_memory(snapshot, node, metrics))
         stats.last_ratio = ratio
         placements: list[Placement] = []
         for _ in range(self.cfg.tasks_per_heartbeat):
@@ -304,7 +314,7 @@ class Learning(SlotPolicy):
             not good
             and self.cfg.idle_exploration
             and snapshot.running_on(node) == 0
-            and not self.overloaded(ratio)
+            and not self.overloaded(ratio, _free_memory(snapshot, node, metrics))
         )
         if exploring:  # liveness [ours]: see the module docstring
             good = self.candidates(snapshot, node, metrics, include_bad=True)
@@ -323,7 +333,11 @@ class Learning(SlotPolicy):
                 runner_up = (
                     f"{runner.job.id}/{runner.kind} (U={runner.utility:.3g}, P(good)={runner.p_good:.3f})"
                 )
-            state = "overloaded" if self.overloaded(ratio) else "not overloaded"
+            state = (
+                "overloaded"
+                if self.overloaded(ratio, _free_memory(snapshot, node, metrics))
+                else "not overloaded"
+            )
             score = best.utility * best.p_good
             reason = (
                 ("idle-node exploration, no candidate is good; " if exploring else "")
@@ -394,3 +408,10 @@ class Learning(SlotPolicy):
                     None if ratio is None else float(ratio),
                     str(entry.get("metrics", "missing")),
                 )
+
+
+def _free_memory(snapshot: ClusterSnapshot, node: str, metrics: NodeMetrics) -> float | None:
+    """The node's free memory as a share of its memory, when known."""
+    total = snapshot.nodes[node].memory_mb
+    free = metrics.memory_available_mb
+    return None if free is None or total <= 0 else free / total
