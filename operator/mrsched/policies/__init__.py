@@ -11,6 +11,7 @@ from mrsched.core.policy import Oracle, Policy, build_policy, registered
 
 # Registration: importing a policy module registers its policy (one line per module).
 from mrsched.policies import (
+    adaptive_slots,  # noqa: F401
     capacity,  # noqa: F401
     dara,  # noqa: F401
     fair,  # noqa: F401
