@@ -141,14 +141,16 @@ def test_chart_lints_strictly_and_renders_a_least_privilege_operator(helm: Helm)
     assert ("mapreducejobs/status", "patch") in granted and ("pods", "create") in granted
     assert not any(v in {"*", "get", "update", "patch"} for r, v in granted if r in {"nodes", "pods"})
     roles = {r["metadata"]["name"].rsplit("-", 1)[-1]: r for r in by_kind(docs, "Role")}
-    assert sorted(roles) == ["leader", "probes"]
-    assert {r["metadata"]["namespace"] for r in roles.values()} == {"mrsched-system"}
+    assert sorted(roles) == ["events", "leader", "probes"]
+    assert {r["metadata"]["namespace"] for n, r in roles.items() if n != "events"} == {"mrsched-system"}
     assert [rule.get("resourceNames") for rule in roles["leader"]["rules"]] == [None, [LEASE]]
-    # Probe pods only in the release namespace: create, list, delete; never get, patch, exec. Node Events there.
+    # Probe pods only in the release namespace: create, list, delete; never get, patch, exec.
     assert [(r["resources"], r["verbs"]) for r in roles["probes"]["rules"]] == [
-        (["pods"], ["create", "list", "delete"]),
-        (["events"], ["create"]),
+        (["pods"], ["create", "list", "delete"])
     ]
+    # Events about Nodes can only live in `default`: create there, nothing else.
+    assert roles["events"]["metadata"]["namespace"] == "default"
+    assert [(r["resources"], r["verbs"]) for r in roles["events"]["rules"]] == [(["events"], ["create"])]
 
     # Namespaced: the ClusterRole keeps only what is cluster-wide by nature; a Role in each watched namespace.
     docs = helm.render("--set", "watchNamespaces={jobs-a,jobs-b}", "--set", "serviceMonitor.enabled=true")

@@ -271,10 +271,10 @@ class ClusterApi:
         with contextlib.suppress(ApiException):  # events are best effort; never fail a round over one
             _json(self.core.create_namespaced_event(meta["namespace"], body, _preload_content=False))
 
-    def node_event(self, node: str, namespace: str, kind: str, reason: str, message: str) -> None:
-        """A core/v1 Event about a Node, so that ``kubectl describe node`` shows it. Written in ``namespace``
-        (the operator's own: Events of cluster-scoped objects may live in any namespace, and describe finds
-        them in all)."""
+    def node_event(self, node: str, kind: str, reason: str, message: str) -> None:
+        """A core/v1 Event about a Node, so that ``kubectl describe node`` shows it. The API server keeps
+        Events of cluster-scoped objects in ``default`` (as the kubelet's own), and refuses them elsewhere."""
+        namespace = "default"
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         body = {
             "metadata": {"generateName": f"{node}.", "namespace": namespace},

@@ -416,7 +416,7 @@ class SchedulingLoop:
                 "(adaptive-slots keeps the node's slot counts; learning places by Fair and learns nothing here)"
             )
         log.log(logging.WARNING if kind == "Warning" else logging.INFO, "%s: %s", node, message)
-        self.api.node_event(node, self.config.probes_namespace, kind, reason, message)
+        self.api.node_event(node, kind, reason, message)
 
     def _policy_gauges(
         self, name: str, policy: Policy, live: dict[str, NodeMetrics], nodes: dict[str, Node]

@@ -106,7 +106,7 @@ class _NodeSlots:
     metrics: str | None = None  # status of the latest heartbeat's metrics
     changes: int = 0  # slot changes so far
     fallbacks: int = 0  # heartbeats whose metrics were not usable (slot counts kept)
-    sample_at: float | None = None  # when the utilisation sample Algorithm 1 last acted on was taken
+    changed_on: float | None = None  # when the utilisation sample of the last slot change was taken
 
 
 def _pending_maps(jobs: list[Job]) -> int:
@@ -172,12 +172,21 @@ class AdaptiveSlots(Policy):
             what = f"metrics {status}" if status != "fresh" else "metrics fresh but no CPU utilisation"
             return "fallback", f"{what}: slot counts kept"
         state.cpu = u
-        # One step per utilisation report, as one TaskTracker heartbeat carries one: the operator also runs
-        # rounds when a pod changes, and those must not move the slots again on the same sample.
+        # At most one step per utilisation report, as one TaskTracker heartbeat carries one: the operator also
+        # runs rounds when a pod ends, and those must not move the slots again on a sample already acted on.
+        # (They may act on it if nothing changed yet: a slot a finished task frees is idle only until the
+        # round fills it, and Algorithm 1 removes idle slots when U ≥ U*.)
         sample_at = snapshot.now - (metrics.age_s or 0.0) if metrics is not None else snapshot.now
-        if state.sample_at is not None and sample_at <= state.sample_at + 1e-9:
-            return "kept", f"kept: no utilisation sample newer than the one acted on (U {u:.2f})"
-        state.sample_at = sample_at
+        if state.changed_on is not None and sample_at <= state.changed_on + 1e-9:
+            return "kept", f"kept: the slots already moved on this utilisation sample (U {u:.2f})"
+        decision, why = self._algorithm_1(snapshot, node, state, u)
+        if decision != "kept":
+            state.changed_on = sample_at
+        return decision, why
+
+    def _algorithm_1(
+        self, snapshot: ClusterSnapshot, node: str, state: _NodeSlots, u: float
+    ) -> tuple[Decision, str]:
         target = self.cfg.utilisation_target
         free_maps = state.map_slots - snapshot.running_on(node, "map")
         free_reduces = state.reduce_slots - snapshot.running_on(node, "reduce")
