@@ -10,7 +10,17 @@ import re
 import sys
 from pathlib import Path
 
-POLICIES = ("fifo", "fair", "capacity", "kube-default", "throughput", "dara", "oracle")
+POLICIES = (
+    "fifo",
+    "fair",
+    "capacity",
+    "kube-default",
+    "throughput",
+    "dara",
+    "learning",
+    "adaptive-slots",
+    "oracle",
+)
 
 
 def _scenarios(root: Path) -> list[dict[str, object]]:
@@ -60,7 +70,8 @@ def main(root: Path) -> None:
         " bound is the best a slot-based policy (fifo, fair, capacity, throughput) could do, heartbeat-rounded."
         " Variants such as `throughput:known` are in each scenario's report. Learning curves:"
         " [learning-throughput](learning-throughput/report.md); DARA's Fig 4.7 summary:"
-        " [dara-summary.md](dara-summary.md).\n"
+        " [dara-summary.md](dara-summary.md); seed 001's Tables V and VI: [elkholy-summary.md](elkholy-summary.md);"
+        " seed 000's Fig 8 and Fig 11: [dhok-summary.md](dhok-summary.md).\n"
     )
     print(
         "Speed: `speed.txt` (bench/simulator_speed.py); local cluster start-up: `local-cluster-startup.txt`.\n"
