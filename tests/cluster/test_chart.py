@@ -106,6 +106,8 @@ def test_chart_lints_strictly_and_renders_a_least_privilege_operator(helm: Helm)
             "RoleBinding",
             "Role",  # probe pods
             "RoleBinding",
+            "Role",  # Node Events, in namespace default
+            "RoleBinding",
             "Service",
             "Deployment",
         ]
