@@ -103,8 +103,14 @@ class SchedulingLoop:
         if name not in self.policies:
             options = self.config.policy_options if name == self.config.policy else {}
             policy = self.policies[name] = make_policy(name, options)
-            # What it learned before a restart (the AppProfile and NodeProfile resources).
-            policy.load_state(self.profiles.policy_state(name))
+            # What it learned before a restart (the AppProfile, NodeProfile and PolicyProfile resources). A
+            # saved state the policy cannot read (edited by hand, an older shape) must not stop its jobs: it
+            # starts from scratch and overwrites it.
+            try:
+                policy.load_state(self.profiles.policy_state(name))
+            except Exception as err:
+                log.warning("%s: saved learned state unreadable, starting from scratch: %s", name, err)
+                policy = self.policies[name] = make_policy(name, options)
         return self.policies[name]
 
     # one round --------------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ What it models, per node, as node_exporter and Prometheus would report it:
 
 A policy sees each node as of its latest scrape (every ``scrapeS``): its metrics are up to one scrape interval
 late, as on a live cluster. During an outage (``outages``) nothing is scraped and every read answers
-``unavailable``; afterwards nodes stay ``stale`` until their next scrape.
+``unavailable``; afterwards a node reads as of its last sample (``stale`` once that is older than ``maxAgeS``)
+until its next scrape, and rates need two scrapes inside their window again.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ class SimulatedMetrics:
             net = c.network_receive_bytes + c.network_transmit_bytes
             history = self._history[name]
             history.append((now, c.cpu_busy_s, disk, net))
-            while len(history) > 2 and history[1][0] <= now - self.spec.rate_window_s:
+            # rate() uses the samples inside its window only: after an outage longer than the window there is
+            # one, and no rate until the next scrape (Prometheus answers nothing for such a series).
+            while history[0][0] < now - self.spec.rate_window_s - 1e-9:
                 history.popleft()
             node = self.nodes[name]
             load1 = self.loads[name].values["load1"]
