@@ -241,6 +241,10 @@ def test_a_prometheus_outage_falls_back_and_the_policy_comes_back(
             "both nodes' metrics fresh",
         )
 
+        slots_before = {
+            n: gauge(operator, "mrsched_node_slots", node=n, type="map", policy="adaptive-slots")
+            for n in nodes
+        }
         stop_prometheus(prometheus)  # mid-job
         wait_for(
             lambda: gauge(operator, "mrsched_prometheus_up") == 0, 30, "the operator to see Prometheus down"
@@ -267,6 +271,18 @@ def test_a_prometheus_outage_falls_back_and_the_policy_comes_back(
         wait_for(lambda: fallback_placements() >= 3, 60, "placements made on the fallback")
         status = node_profile(kube, nodes[0])["policies"]["adaptive-slots"]
         print("during the outage:", status)
+        # The fallback keeps each node's last slot counts: no step on unknown utilisation. (The gauge read
+        # before the stop may precede one last step on the final sample, hence the profile's count too.)
+        during = {
+            n: gauge(operator, "mrsched_node_slots", node=n, type="map", policy="adaptive-slots")
+            for n in nodes
+        }
+        time.sleep(5)
+        assert during == {
+            n: gauge(operator, "mrsched_node_slots", node=n, type="map", policy="adaptive-slots")
+            for n in nodes
+        }, slots_before
+        assert status["metrics"] == "unavailable" and status["fallbacks"] > 0
 
         prometheus = _own_prometheus(
             toolchain, local_cluster, tmp_path / "prom", port

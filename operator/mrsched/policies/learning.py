@@ -24,7 +24,7 @@ candidates the largest U wins, ties by margin W·F + b, then submission order (�
 Metrics fallback [ours, the paper assumes the heartbeat always carries the node's state]: a node whose metrics
 are not fresh, or whose load1 is unknown, is unknown to the classifier. Nothing is judged or decided on it;
 the composed :class:`~mrsched.policies.fair.Fair` policy places within the node's configured slots. Its
-pending decisions wait for fresh metrics, and are dropped unjudged after ``MAX_WAIT`` heartbeats without
+pending decisions wait for fresh metrics, and are dropped unjudged after ``MAX_WAIT_S`` seconds without
 them (a label read minutes later would no longer say what the task did to the node).
 
 Idle-node exploration [ours; ``idleExploration``, default on]: if no candidate is good while the node runs no
@@ -56,8 +56,8 @@ from mrsched.policies.slots import SlotPolicy
 from mrsched.policies.utilities import UTILITIES, UtilityContext, combined
 
 WINDOW = 250  # decisions per accuracy window (Fig. 10)
-LOG_KEPT = 200  # decisions kept in the persisted log (counts are kept in full)
-MAX_WAIT = 12  # heartbeats without fresh metrics before a pending decision is dropped (1 min at 5 s) [ours]
+LOG_KEPT = 50  # decisions kept in the persisted log (counts are kept in full; the log is written often)
+MAX_WAIT_S = 60.0  # how long a decision waits for a sample to judge it before it is dropped [ours]
 
 
 class LearningConfig(PolicyConfig):
@@ -102,7 +102,7 @@ class Decision:
     features: Features
     p_good: float
     predicted: int = 1  # 1: labelled good; 0: an idle-node exploration of a candidate labelled bad
-    waited: int = 0
+    task: Task | None = None  # the task placed: a placement the owner could not carry out is not an example
 
 
 @dataclass
@@ -177,13 +177,22 @@ class Learning(SlotPolicy):
         )
         return load_ratio > self.theta or low_memory
 
-    def _supervise(self, node: str, ratio: float, now: float, free_memory: float | None = None) -> None:
-        """Label the decisions of ``node``'s previous heartbeat(s) with this heartbeat's load and learn."""
+    def _supervise(
+        self, node: str, ratio: float, now: float, sampled_at: float, free_memory: float | None = None
+    ) -> None:
+        """Label the decisions of ``node``'s previous heartbeat(s) with this heartbeat's load and learn.
+
+        "This heartbeat" is a metrics sample taken after the decision: the node's state once the task runs
+        (§1.5). An operator round, or a heartbeat, that still sees the sample the decision was made on judges
+        nothing; a decision whose task never started (the owner dropped the placement) is no example."""
         keep: list[Decision] = []
         stats = self.nodes[node]
         for d in self.pending.get(node, []):
-            if d.at >= now:
-                keep.append(d)  # made at this very time stamp: the next heartbeat judges it
+            if d.task is not None and d.task.pending:
+                continue  # never ran: no example
+            if sampled_at <= d.at:
+                if now - d.at <= MAX_WAIT_S:
+                    keep.append(d)  # the next newer sample judges it
                 continue
             y = 0 if self.overloaded(ratio, free_memory) else 1
             self.classifier.update(d.features, y)
@@ -203,8 +212,8 @@ class Learning(SlotPolicy):
                     "judgedAt": now,
                     "job": d.job_id,
                     "type": d.kind,
-                    "pGood": round(d.p_good, 6),
-                    "loadRatio": round(ratio, 6),  # raw, so the log can be relabelled under another θ
+                    "pGood": round(d.p_good, 4),
+                    "loadRatio": round(ratio, 4),  # raw, so the log can be relabelled under another θ
                     "y": y,
                     "f": list(d.features.categories),
                 }
@@ -226,8 +235,13 @@ class Learning(SlotPolicy):
         if metrics.status != "fresh" or metrics.load1 is None:
             return self._fallback(snapshot, node, metrics)
         ratio = metrics.load1 / max(1, snapshot.nodes[node].cores)
-        self._supervise(node, ratio, snapshot.now, _free_memory(snapshot, node, metrics))
-        stats.last_ratio = ratio
+        sampled_at = snapshot.now - (metrics.age_s or 0.0)
+        self._supervise(node, ratio, snapshot.now, sampled_at, _free_memory(snapshot, node, metrics))
+        stats.last_ratio = round(ratio, 3)
+        if self.pending.get(node):
+            # At most k undecided decisions per node (§1.5): the next task waits for a sample that judges the
+            # last one. (The operator runs rounds on every pod event, far more often than metrics change.)
+            return []
         placements: list[Placement] = []
         for _ in range(self.cfg.tasks_per_heartbeat):
             placed = self._assign_one(snapshot, node, metrics, ratio)
@@ -239,9 +253,7 @@ class Learning(SlotPolicy):
     def _fallback(self, snapshot: ClusterSnapshot, node: str, metrics: NodeMetrics) -> list[Placement]:
         """Metrics unknown: no judgement, no decision; the composed Fair places within the node's slots."""
         waiting = self.pending.get(node, [])
-        for d in waiting:
-            d.waited += 1
-        self.pending[node] = [d for d in waiting if d.waited <= MAX_WAIT]
+        self.pending[node] = [d for d in waiting if snapshot.now - d.at <= MAX_WAIT_S]
         status = metrics.status if metrics.status != "fresh" else "fresh without load1"
         out = []
         for p in self.fair.assign(snapshot, node):
@@ -349,7 +361,14 @@ class Learning(SlotPolicy):
             self._charge(best.job)
             self.pending.setdefault(node, []).append(
                 Decision(
-                    node, snapshot.now, best.job.id, best.kind, best.features, best.p_good, int(not exploring)
+                    node,
+                    snapshot.now,
+                    best.job.id,
+                    best.kind,
+                    best.features,
+                    best.p_good,
+                    int(not exploring),
+                    task,
                 )
             )
             return placement
@@ -385,7 +404,7 @@ class Learning(SlotPolicy):
 
     def load_state(self, state: dict[str, Any]) -> None:
         """The inverse of :meth:`state`. The model is restored only if it was saved by the same classifier;
-        it is kept as learned even if θ changed (relabelling needs the full log, of which 200 are kept)."""
+        it is kept as learned even if θ changed (relabelling needs the full log, of which the last 50 are kept)."""
         policy = state.get("policy") or {}
         if policy.get("classifier") == self.classifier.name:
             saved = policy.get("counts" if isinstance(self.classifier, NaiveBayes) else "weights")
