@@ -250,16 +250,25 @@ class ClusterApi:
     def event(self, job: dict[str, Any], kind: str, reason: str, message: str) -> None:
         """A core/v1 Event on the job, so that ``kubectl describe mrj`` shows it."""
         meta = job["metadata"]
+        involved = {
+            "apiVersion": f"{API_GROUP}/{API_VERSION}",
+            "kind": KIND,
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta["uid"],
+        }
+        self._event(meta["namespace"], involved, kind, reason, message)
+
+    def node_event(self, node: str, kind: str, reason: str, message: str) -> None:
+        """A core/v1 Event about a Node, so that ``kubectl describe node`` shows it. The API server keeps
+        Events of cluster-scoped objects in ``default`` (as the kubelet's own), and refuses them elsewhere."""
+        self._event("default", {"apiVersion": "v1", "kind": "Node", "name": node}, kind, reason, message)
+
+    def _event(self, namespace: str, involved: dict[str, str], kind: str, reason: str, message: str) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         body = {
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-            "involvedObject": {
-                "apiVersion": f"{API_GROUP}/{API_VERSION}",
-                "kind": KIND,
-                "name": meta["name"],
-                "namespace": meta["namespace"],
-                "uid": meta["uid"],
-            },
+            "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
+            "involvedObject": involved,
             "type": kind,
             "reason": reason,
             "message": message[:1024],
@@ -269,25 +278,6 @@ class ClusterApi:
             "count": 1,
         }
         with contextlib.suppress(ApiException):  # events are best effort; never fail a round over one
-            _json(self.core.create_namespaced_event(meta["namespace"], body, _preload_content=False))
-
-    def node_event(self, node: str, kind: str, reason: str, message: str) -> None:
-        """A core/v1 Event about a Node, so that ``kubectl describe node`` shows it. The API server keeps
-        Events of cluster-scoped objects in ``default`` (as the kubelet's own), and refuses them elsewhere."""
-        namespace = "default"
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        body = {
-            "metadata": {"generateName": f"{node}.", "namespace": namespace},
-            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node},
-            "type": kind,
-            "reason": reason,
-            "message": message[:1024],
-            "source": {"component": "mrsched"},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        with contextlib.suppress(ApiException):  # best effort, as for job events
             _json(self.core.create_namespaced_event(namespace, body, _preload_content=False))
 
     def write_profile(
