@@ -108,7 +108,7 @@ def test_adaptive_slots_follow_each_nodes_cpu_and_shrink_under_a_hog(
 
         # From their first heartbeat both nodes have slots of their own: their hardware threads, 4 and 2. While
         # the job ramps up, the utilisation of the last two seconds is below U* and each grows by one slot per
-        # new sample (Algorithm 1), the fast node staying ahead; once the CPUs are busy, growth stops.
+        # new sample (Algorithm 1, each node on its own utilisation); once its CPU is busy, growth stops.
         wait_for(lambda: slots(fast) is not None and slots(slow) is not None, 30, "slot gauges of both nodes")
         history: dict[str, list[int]] = {fast: [], slow: []}
         deadline = time.monotonic() + 20
@@ -119,9 +119,9 @@ def test_adaptive_slots_follow_each_nodes_cpu_and_shrink_under_a_hog(
                     history[node].append(value)
             time.sleep(0.5)
         print("map slots over 20 s:", history)
-        pairs = list(zip(history[fast], history[slow], strict=False))
-        assert pairs[0][0] > pairs[0][1]  # 4 threads vs 2
-        assert all(f >= s for f, s in pairs[:10]), pairs  # ahead while both grow
+        assert history[fast][0] > history[slow][0]  # 4 threads vs 2, from the first heartbeat
+        for node in history:  # each grew on its own live utilisation
+            assert max(history[node]) > history[node][0], history
         shown = node_profile(kube, slow)["policies"]["adaptive-slots"]
         print("slow node's profile:", shown)
         assert shown["cpuUtilisation"] is not None and shown["changes"] >= 1
