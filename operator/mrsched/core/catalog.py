@@ -34,6 +34,13 @@ class PhysicsSpec(_Strict):
     disk_contention: float = Field(0.1, alias="diskContention", ge=0)
     swap_penalty: float = Field(10.0, alias="swapPenalty", ge=0)
     oom_ratio: float = Field(1.5, alias="oomRatio", ge=1)
+    #: This node's share of its rack's uplink, MB/s: what a transfer to or from another rack gets. Default:
+    #: half the NIC (a 2:1 oversubscribed uplink, common in Hadoop racks of the papers' era). [not in papers]
+    cross_rack_mbps: float | None = Field(None, alias="crossRackMBps", gt=0)
+
+    def cross_rack_cost(self) -> float:
+        """How many times longer a byte takes from another rack than from the same rack."""
+        return 2.0 if self.cross_rack_mbps is None else max(1.0, self.network_mbps / self.cross_rack_mbps)
 
 
 class NodeClass(_Strict):
@@ -114,6 +121,9 @@ class NodeGroup(_Strict):
     zone: str = "zone-a"
     rack: str = "rack-1"
     name_prefix: str | None = Field(None, alias="namePrefix")
+    #: The group's nodes hold input data (HDFS DataNodes); false for compute-only nodes (seed 003's Set B:
+    #: 8 nodes added without data). The simulator places input replicas only on nodes that store data.
+    stores_data: bool = Field(True, alias="storesData")
 
 
 class ClusterLayout(_Strict):
@@ -127,6 +137,7 @@ class LayoutNode:
     node_class: NodeClass
     zone: str
     rack: str
+    stores_data: bool = True
 
 
 def expand_layout(groups: list[NodeGroup], prefix: str = "") -> list[LayoutNode]:
@@ -140,7 +151,7 @@ def expand_layout(groups: list[NodeGroup], prefix: str = "") -> list[LayoutNode]
         for _ in range(group.count):
             index = counters.get(stem, 0)
             counters[stem] = index + 1
-            nodes.append(LayoutNode(f"{stem}{index}", cls, group.zone, group.rack))
+            nodes.append(LayoutNode(f"{stem}{index}", cls, group.zone, group.rack, group.stores_data))
     return nodes
 
 

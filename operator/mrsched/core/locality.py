@@ -77,6 +77,34 @@ class MapIndex:
                 return task, "off" if task.replicas else "none"
         return None
 
+    def has_local(self, node: str) -> bool:
+        """Some pending map has a replica on ``node``."""
+        return self._first_pending(self.by_node.get(node)) is not None
+
+    def has_rack_local(self, rack: str) -> bool:
+        """Some pending map has a replica in ``rack``."""
+        return self._first_pending(self.by_rack.get(rack)) is not None
+
+    def has_anywhere(self) -> bool:
+        """Some pending map has no replica information (generated input): it is local everywhere."""
+        return self._first_pending(self.anywhere) is not None
+
     def reset(self) -> None:
         """Call after a task became pending again (a failed attempt), so that the scan finds it."""
         self._cursor = 0
+
+
+def hops_within_rack() -> int:
+    return 2  # node, rack switch, node
+
+
+def hops_across_racks() -> int:
+    return 4  # node, rack switch, core switch, rack switch, node
+
+
+def hops(a: Node, b: Node) -> int:
+    """Hop distance in Hadoop's tree topology (seed 003's h(u, v), digest A1): 0 on the same node, 2 within a
+    rack, 4 across racks; any proportional scale ranks nodes identically."""
+    if a.name == b.name:
+        return 0
+    return hops_within_rack() if a.rack == b.rack else hops_across_racks()

@@ -102,6 +102,9 @@ class Job:
     finished_reduces: int = 0
     start_s: float | None = None
     finish_s: float | None = None
+    #: MB of intermediate data (map output) of the job's finished maps, by the node that holds it: seed 003's
+    #: w_i(u) (Eq 1). Each reduce fetches its partition of every node's share.
+    map_output_mb: dict[str, float] = field(default_factory=dict)
 
     def tasks(self, kind: TaskType) -> list[Task]:
         return self.maps if kind == "map" else self.reduces

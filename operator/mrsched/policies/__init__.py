@@ -13,6 +13,7 @@ from mrsched.core.policy import Oracle, Policy, build_policy, registered
 from mrsched.policies import (
     adaptive_slots,  # noqa: F401
     capacity,  # noqa: F401
+    coupling,  # noqa: F401
     dara,  # noqa: F401
     fair,  # noqa: F401
     fifo,  # noqa: F401

@@ -250,6 +250,19 @@ class Fair(SlotPolicy):
             return placement
         return None
 
+    def fair_order(self, snapshot: ClusterSnapshot, kind: TaskType) -> list[Job]:
+        """Jobs with pending tasks of ``kind`` in Fair's order (pools, then jobs), for policies that compose
+        Fair's slot allocation but place tasks their own way (coupling's map candidates, seed 003 Alg 3)."""
+        return list(self._order(snapshot, kind).jobs())
+
+    def record_placed(self, snapshot: ClusterSnapshot, job: Job, kind: TaskType) -> None:
+        """A composing policy placed a task of ``job``: move it in the order as Fair's own placements do."""
+        order = self._orders.get(kind)
+        if order is not None and order.fingerprint == (id(snapshot), snapshot.version - 1):
+            order.placed(job)
+            self._own_change(snapshot)
+        # Otherwise the order is stale anyway: the next call rebuilds it from the snapshot, placement included.
+
     def on_job_finished(self, job: Job, now: float) -> None:
         super().on_job_finished(job, now)
         self._waits.pop(job.id, None)

@@ -10,11 +10,14 @@ Events, in time order (ties by insertion order, so a seed always gives the same 
   Prometheus scrape every ``metrics.scrapeS`` (:mod:`mrsched.simulator.metrics`); a heartbeat's snapshot
   carries the heartbeating node's metrics as of the latest scrape.
 
-A map reads its split from the local disk when a replica is on its node, otherwise over the network (off-rack
-transfers count twice: a 2:1 oversubscribed rack uplink). A reduce holds its slot from the moment it is placed
-(slow-start) but starts working only when all of its job's maps are done, as Hadoop's reduces wait for map
-output; its shuffle crosses the network for the map outputs held by other nodes. A task killed by the OOM
-killer is retried up to the job's ``max_attempts``, then the job fails.
+Data moves by network distance: a map reads its split from the local disk when a replica is on its node,
+otherwise over the network, at the NIC's bandwidth from a node of its rack and at the rack uplink's share
+(``crossRackMBps`` of the node class, default half the NIC) from another rack. A finished map's output stays
+on its node (``Job.map_output_mb``, seed 003's w_i(u)). A reduce holds its slot from the moment it is placed
+but starts working only when all of its job's maps are done, as Hadoop's reduces wait for map output; its
+shuffle fetches its partition of every node's map output: from its own disk, its rack, or across racks, each
+charged the same way. A task killed by the OOM killer is retried up to the job's ``max_attempts``, then the
+job fails.
 """
 
 from __future__ import annotations
@@ -37,8 +40,6 @@ from mrsched.simulator.metrics import SimulatedMetrics
 from mrsched.simulator.probes import probe_node
 from mrsched.simulator.scenario import ClusterSpec
 
-#: Cost factor of off-rack transfers relative to in-rack ones (2:1 oversubscribed uplinks).
-OFF_RACK_COST = 2.0
 _ARRIVAL, _HEARTBEAT, _PHYSICS, _LOAD_SAMPLE, _SCRAPE = 0, 1, 2, 3, 4
 
 
@@ -54,6 +55,8 @@ class JobRecord:
     maps: int = 0
     reduces: int = 0
     starvation_s: float = 0.0  # seed 003 §III: mean wait of reduces started after the last map finished
+    #: Seconds the job's reduces held their slots before its last map finished (seed 003 §I: idle reduces).
+    reduce_idle_s: float = 0.0
     #: Summed duration of the job's task attempts (start to end): ÷ its run time is its mean concurrent
     #: tasks (seed 000 Fig 11 compares them per node).
     task_s: float = 0.0
@@ -112,6 +115,7 @@ class Simulation:
             for n in layout
         }
         self.capabilities: dict[str, NodeCapability] = {n.name: n.node_class.capability() for n in layout}
+        self._cross_rack_cost = {n.name: n.node_class.physics.cross_rack_cost() for n in layout}
         self.models = {name: NodeModel(name, cap, seed=seed) for name, cap in self.capabilities.items()}
         for fault in cluster.faults:
             if fault.node not in self.models:
@@ -133,14 +137,12 @@ class Simulation:
         self._unfinished = len(self.jobs)
         self.noise_free_capabilities = {n: replace(c, noise_sigma=0.0) for n, c in self.capabilities.items()}
         self.active: list[Job] = []
+        self._active_ids: set[str] = set()
         self.snapshot = ClusterSnapshot(0.0, self.nodes, {n: [] for n in self.nodes}, self.active)
         self._queue: list[tuple[float, int, int, Any]] = []
         self._seq = itertools.count()
         self._physics_at: dict[str, float] = {}
         self._running: dict[str, dict[str, _Running]] = {n: {} for n in self.nodes}  # node -> task key -> run
-        self._map_nodes: dict[str, dict[str, int]] = defaultdict(
-            lambda: defaultdict(int)
-        )  # job -> node -> maps
         self._last_map_done: dict[str, float] = {}
         self.records = {
             j.id: JobRecord(j.id, j.user, j.app, j.submit_s, maps=len(j.maps), reduces=len(j.reduces))
@@ -167,19 +169,26 @@ class Simulation:
         if task.work_s is not None:  # replayed from a trace that gives durations, not bytes (SLS)
             base = replace(base, cpu_s=task.work_s)
         here = self.nodes[node]
+        cross = self._cross_rack_cost[node]
         if task.kind == "map":
             level = locality(task, here, self.nodes)
             if level in ("rack", "off"):
-                factor = OFF_RACK_COST if level == "off" else 1.0
+                factor = cross if level == "off" else 1.0
                 return replace(
                     base, read_mb=max(0.0, base.read_mb - task.input_mb), network_mb=task.input_mb * factor
                 )
             return base
-        # Reduce: the shuffle fetches the map outputs that other nodes hold.
-        counts = self._map_nodes.get(task.job_id, {})
-        total = sum(counts.values()) or 1
-        remote = task.input_mb * (1.0 - counts.get(node, 0) / total)
-        return replace(base, read_mb=max(0.0, base.read_mb - remote), network_mb=remote)
+        # Reduce: its partition of every node's map output; a byte from another rack costs ``cross`` bytes of
+        # NIC time (the uplink share is the bottleneck), a byte from this rack one, a byte from here none.
+        held = self.snapshot.job(task.job_id).map_output_mb if task.job_id in self._active_ids else {}
+        total = sum(held.values())
+        if total <= 0:
+            return base
+        same_rack = sum(mb for u, mb in held.items() if u != node and self.nodes[u].rack == here.rack)
+        other_rack = total - same_rack - held.get(node, 0.0)
+        remote = task.input_mb * (same_rack + other_rack) / total
+        network = task.input_mb * (same_rack + cross * other_rack) / total
+        return replace(base, read_mb=max(0.0, base.read_mb - remote), network_mb=network)
 
     # --- events -----------------------------------------------------------------------------------------------
 
@@ -218,6 +227,7 @@ class Simulation:
                 next_util = now + self._util_every
             if kind == _ARRIVAL:
                 self.active.append(payload)
+                self._active_ids.add(payload.id)
                 self.snapshot.touch(jobs_changed=True)
                 self.policy.on_job_submitted(payload, now)
                 self._wake_heartbeats(now)
@@ -388,7 +398,8 @@ class Simulation:
         if task.kind == "map":
             self.map_times[job.app][self.nodes[node].node_class].append(now - run.attempt.start_s)
             job.finished_maps += 1
-            self._map_nodes[job.id][node] += 1
+            profile = application(job.app).map
+            job.map_output_mb[node] = job.map_output_mb.get(node, 0.0) + profile.output(task.input_mb)
             if job.finished_maps == len(job.maps):
                 self._last_map_done[job.id] = now
                 self._release_waiting_reduces(job, now)
@@ -402,6 +413,7 @@ class Simulation:
             for run in list(runs.values()):
                 if run.waiting and run.attempt.task.job_id == job.id:
                     run.waiting = False
+                    self.records[job.id].reduce_idle_s += now - run.attempt.start_s
                     run.demand = self.demand(run.attempt.task, node)  # map outputs are all placed now
                     self._launch(node, run.attempt.task, run.demand, now)
 
@@ -423,6 +435,7 @@ class Simulation:
                         self.snapshot.running[node].remove(run.attempt)
                         self._schedule_physics(node)
         self.active.remove(job)
+        self._active_ids.discard(job.id)
         self._unfinished -= 1
         self.snapshot.touch(jobs_changed=True)
         self.policy.on_job_finished(job, now)

@@ -136,6 +136,7 @@ def summarise(result: SimulationResult) -> dict[str, Any]:
         # Slowdown: response time over running time (1 = never waited to start).
         "mean_slowdown": statistics.fmean(r / max(run, 1e-9) for _, r, run in done) if done else 0.0,
         "mean_starvation_s": statistics.fmean(j.starvation_s for j, _, _ in done) if done else 0.0,
+        "mean_reduce_idle_s": statistics.fmean(j.reduce_idle_s for j, _, _ in done) if done else 0.0,
         "locality": {k: v / total_maps for k, v in sorted(result.locality.items())},
         "throughput_work_per_s": result.throughput,
         "failed_jobs": sum(1 for j in result.jobs if j.failed),
@@ -150,6 +151,8 @@ def summarise(result: SimulationResult) -> dict[str, Any]:
                 "start_s": j.start_s,
                 "finish_s": j.finish_s,
                 "task_s": round(j.task_s, 3),
+                "starvation_s": round(j.starvation_s, 3),
+                "reduce_idle_s": round(j.reduce_idle_s, 3),
                 **_load_ratio(result, j.start_s, j.finish_s),
             }
             for j in result.jobs
@@ -181,6 +184,19 @@ def _finite_mean(values: list[float]) -> float | None:
     return None if any(math.isnan(v) for v in values) else statistics.fmean(values)
 
 
+def _mean_of_dicts(dicts: list[dict[str, float]], *, missing: float | None = 0.0) -> dict[str, float]:
+    """Key by key, the mean over the seeds; a key a seed lacks counts as ``missing`` there (0 for a locality
+    level no map had), or is left out of that key's mean when ``missing`` is None."""
+    keys = sorted({k for d in dicts for k in d})
+    out = {}
+    for k in keys:
+        values = [d[k] for d in dicts if k in d]
+        if missing is not None:
+            values += [missing] * (len(dicts) - len(values))
+        out[k] = statistics.fmean(values)
+    return out
+
+
 def _mean(runs: list[dict[str, Any]], key: str) -> float:
     return statistics.fmean(r[key] for r in runs)
 
@@ -202,7 +218,7 @@ def run_scenario(
     ``saved_state`` is a dict, each entry's state after its last seed's run is written into it."""
     policies = policies or scenario.policies
     seeds = seeds or scenario.seeds
-    nodes = [n.name for n in expand_layout(scenario.cluster.nodes)]
+    nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]  # input replicas go here
     out: dict[str, Any] = {
         "scenario": scenario.name,
         "source": scenario.source,
@@ -248,13 +264,16 @@ def run_scenario(
                     "p50_job_time_s",
                     "p95_job_time_s",
                     "mean_starvation_s",
+                    "mean_reduce_idle_s",
                     "throughput_work_per_s",
                 )
             },
             # Each seed's jobs too when there are few (per-job comparisons over seeds, e.g. seed 000 Fig 11).
             "per_seed": [{k: v for k, v in r.items() if k != "jobs" or len(v) <= 50} for r in runs],
-            "locality": first["locality"],
-            "mean_job_time_by_user_s": first["mean_job_time_by_user_s"],
+            "locality": _mean_of_dicts([r["locality"] for r in runs]),
+            "mean_job_time_by_user_s": _mean_of_dicts(
+                [r["mean_job_time_by_user_s"] for r in runs], missing=None
+            ),
             "makespan_sd_s": statistics.pstdev(r["makespan_s"] for r in runs),
             "makespan_min_s": min(r["makespan_s"] for r in runs),
             "makespan_max_s": max(r["makespan_s"] for r in runs),
