@@ -92,9 +92,10 @@ cluster:
 workload:
   jobs:
 {chr(10).join(lines)}
-policies: [fifo, fair, capacity, kube-default, coupling]
+policies: [fifo, fair, capacity, kube-default, coupling, coupling:spread]
 policyOptions:
   fair: {{nodeLocalityDelayS: 15, rackLocalityDelayS: 15}}
+  coupling:spread: {{spreadReduces: true}}  # our variant: L(J) ranks only nodes without a reduce of J
 seeds: [1, 2, 3, 4, 5]
 """
     out = Path(__file__).resolve().parents[1] / "scenarios" / "tan-200-jobs.yaml"

@@ -59,6 +59,10 @@ class CouplingConfig(PolicyConfig):
     sampled_nodes: int | None = Field(None, alias="sampledNodes", ge=1)
     #: A3: recompute L(J) on every heartbeat while waiting (True) or freeze it when J is selected.
     recompute_candidates: bool = Field(True, alias="recomputeCandidates")
+    #: Rank for L(J) only the nodes that run no reduce of J yet (our variant): the literal Algorithm 2 ranks every
+    #: node of V_r and then skips the ones running J's reduces (its line 12), which on a job whose output is
+    #: spread evenly costs a whole round of N heartbeats per reduce once the best nodes have one.
+    spread_reduces: bool = Field(False, alias="spreadReduces")
     #: Fill every free map slot per heartbeat; Hadoop's Fair Scheduler (the allocator) fills one by default.
     assign_multiple: bool = Field(False, alias="assignMultiple")
 
@@ -242,6 +246,8 @@ class Coupling(SlotPolicy):
     def candidate_list(self, snapshot: ClusterSnapshot, job: Job) -> list[str]:
         """L(J): the ≤ D nodes with a free reduce slot (V_r) in increasing Eq 1 cost, random tie-break."""
         free = [n for n in snapshot.nodes if snapshot.free_slots(n, "reduce") > 0]
+        if self.cfg.spread_reduces:
+            free = [n for n in free if not self._runs_reduce_of(snapshot, n, job)]
         costs = transfer_costs(job, snapshot, free)
         ties = {n: self.rng.random() for n in free}
         return sorted(free, key=lambda n: (costs[n], ties[n]))[: self.cfg.candidate_nodes]
