@@ -87,24 +87,30 @@ EmulateFactory = Callable[..., EmulatorHandle]
 
 @pytest.fixture
 def emulate(local_cluster: LocalCluster, tmp_path: Path) -> Iterator[EmulateFactory]:
-    """``emulate({"small": 1, "large": 1}, mode="model", **options)`` starts nodes named ``<prefix><class>-<n>``
-    with a prefix unique to the test; returns the emulator's handle (``.nodes``, ``.client``)."""
+    """``emulate({"small": 1, "large": 1}, mode="model", racks=1, **options)`` starts nodes named
+    ``<prefix><class>-<n>`` with a prefix unique to the test (``<prefix><class>-r<k>-<n>`` in rack-<k> when
+    ``racks`` > 1); returns the emulator's handle (``.nodes``, ``.client``)."""
     started: list[str] = []
 
-    def start(classes: dict[str, int], mode: str = "model", **options: Any) -> EmulatorHandle:
+    def start(classes: dict[str, int], mode: str = "model", racks: int = 1, **options: Any) -> EmulatorHandle:
         prefix = f"n{uuid.uuid4().hex[:5]}-"
-        groups = [
-            NodeGroup.model_validate(
-                {
-                    "class": cls,
-                    "count": n,
-                    "zone": "zone-a",
-                    "rack": "rack-1",
-                    "namePrefix": f"{prefix}{cls}-",
-                }
-            )
-            for cls, n in classes.items()
-        ]
+        groups = []
+        for cls, n in classes.items():
+            # With racks > 1, each class's nodes are split over rack-1..rack-<racks>, named <prefix><class>-r<k>-<i>.
+            for rack in range(1, racks + 1):
+                count = n // racks + (1 if rack <= n % racks else 0)
+                if count:
+                    groups.append(
+                        NodeGroup.model_validate(
+                            {
+                                "class": cls,
+                                "count": count,
+                                "zone": "zone-a",
+                                "rack": f"rack-{rack}",
+                                "namePrefix": f"{prefix}{cls}-" + (f"r{rack}-" if racks > 1 else ""),
+                            }
+                        )
+                    )
         options.setdefault("heartbeat_interval_s", HEARTBEAT_S)
         options.setdefault("data_dir", tmp_path / "data")
         handle = local_cluster.emulate(ClusterLayout(name="test", nodes=groups), mode=mode, **options)

@@ -7,6 +7,9 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.conftest import NODE_GRACE_S, EmulateFactory
 from tests.kubehelpers import Kube, phase_in, task_pod, wait_for
@@ -166,3 +169,51 @@ def test_evicted_pod_is_stopped_and_removed(kube: Kube, namespace: str, emulate:
         "the evicted pod to be gone",
     )
     assert emulator.client.nodes()[0]["runningPods"] == []
+
+
+def test_model_mode_reduce_waits_for_its_jobs_maps_and_fetches_remote_output_over_the_network(
+    kube: Kube, namespace: str, emulate: EmulateFactory
+) -> None:
+    """As the worker does (MRSCHED_WAIT_FOR_MAPS), an emulated reduce holds its slot idle until every map of its
+    job has succeeded, then fetches the map output held on other nodes over the network."""
+    a, b = emulate({"medium": 2}, time_scale=4.0).nodes
+
+    def labelled(pod: dict[str, Any], kind: str, index: int) -> dict[str, Any]:
+        pod["metadata"]["labels"] = {
+            "mrsched.dev/job-uid": "job-1",
+            "mrsched.dev/task-type": kind,
+            "mrsched.dev/task-index": str(index),
+        }
+        return pod
+
+    # Map 0 (40 MB, on a) runs well past map 1 (10 MB, on b); map output follows the input (writePerInput).
+    kube.create_pod(namespace, labelled(task_pod("m0", node=a, input_bytes=40_000_000), "map", 0))
+    kube.create_pod(namespace, labelled(task_pod("m1", node=b, input_bytes=10_000_000), "map", 1))
+    reduce_env = {"MRSCHED_TASK_TYPE": "reduce", "MRSCHED_MAPS": "2", "MRSCHED_WAIT_FOR_MAPS": "600"}
+    kube.create_pod(
+        namespace, labelled(task_pod("r0", node=b, input_bytes=20_000_000, env=reduce_env), "reduce", 0)
+    )
+
+    kube.wait_pod(namespace, "m1", phase_in("Succeeded"), timeout_s=60)
+    # Alone, this reduce's work (1 CPU-s, 30 MB of disk) would be done by now; it waits for map 0 instead.
+    assert kube.pod(namespace, "m0")["status"]["phase"] == "Running"
+    assert kube.pod(namespace, "r0")["status"]["phase"] == "Running"
+
+    m0 = kube.wait_pod(namespace, "m0", phase_in("Succeeded", "Failed"), timeout_s=60)
+    r0 = kube.wait_pod(namespace, "r0", phase_in("Succeeded", "Failed"), timeout_s=60)
+    assert (m0["status"]["phase"], r0["status"]["phase"]) == ("Succeeded", "Succeeded")
+    map_done = m0["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]
+    reduce_state = r0["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert reduce_state["finishedAt"] >= map_done  # RFC 3339 in UTC compares as text
+    report = json.loads(reduce_state["message"])
+    # Most of the map output is on a (about four fifths): that share of the 20 MB shuffle arrives over the network.
+    written = {
+        name: json.loads(
+            kube.pod(namespace, name)["status"]["containerStatuses"][0]["state"]["terminated"]["message"]
+        )["writtenBytes"]
+        for name in ("m0", "m1")
+    }
+    remote = written["m0"] / (written["m0"] + written["m1"])
+    assert remote > 0.6, written
+    # Each task's work carries the model's log-normal noise (σ 5 %): the map outputs' and the reduce's own.
+    assert report["networkBytes"] == pytest.approx(remote * 20_000_000, rel=0.2), (report, written)

@@ -78,6 +78,16 @@ def test_wordcount_and_terasort_through_the_operator(
     ]
     assert job["status"]["maps"] == {"total": 3, "pending": 0, "running": 0, "succeeded": 3, "failed": 0}
     assert job["status"]["reducesCompleted"] == "2/2"
+    # No spec.user: the namespace. Input by paths, no split hosts: every map's locality is unknown.
+    assert job["status"]["user"] == namespace
+    assert job["status"]["locality"] == {
+        "nodeLocal": 0.0,
+        "rackLocal": 0.0,
+        "offRack": 0.0,
+        "unknown": 1.0,
+        "mapAttempts": 3,
+    }
+    assert job["status"]["starvationSeconds"] >= 0 and job["status"]["reduceIdleSeconds"] >= 0
     conditions = {c["type"]: c["status"] for c in job["status"]["conditions"]}
     assert conditions == {
         "Scheduled": "True",

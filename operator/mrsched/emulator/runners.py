@@ -14,7 +14,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -57,7 +57,19 @@ class NodeUsage:
 
 
 class TaskRunner(Protocol):
-    def start(self, pod_key: str, node: str, pod: dict[str, Any]) -> None: ...
+    def start(
+        self,
+        pod_key: str,
+        node: str,
+        pod: dict[str, Any],
+        *,
+        shuffle_from: Mapping[str, float] | None = None,
+        waited_s: float = 0.0,
+    ) -> None:
+        """Start the pod's task; a reduce that waited ``waited_s`` wall seconds for its job's maps fetches its
+        shuffle from ``shuffle_from`` (map output by node; model mode only)."""
+        ...
+
     def kill(self, pod_key: str) -> None: ...
     def poll(self) -> list[TaskExit]: ...
     def next_deadline(self) -> float: ...
@@ -91,6 +103,7 @@ class ModelRunner:
         self._forever: dict[str, str] = {}  # pod key -> node, for pods without finite work
         self._immediate: list[TaskExit] = []
         self._started_wall: dict[str, float] = {}
+        self._waited: dict[str, float] = {}  # pod key -> wall seconds a reduce waited for its maps
         self._lock = threading.Lock()
 
     def model_now(self) -> float:
@@ -99,12 +112,22 @@ class ModelRunner:
     def _wall(self, model_s: float) -> float:
         return self._origin + model_s / self.time_scale
 
-    def start(self, pod_key: str, node: str, pod: dict[str, Any]) -> None:
+    def start(
+        self,
+        pod_key: str,
+        node: str,
+        pod: dict[str, Any],
+        *,
+        shuffle_from: Mapping[str, float] | None = None,
+        waited_s: float = 0.0,
+    ) -> None:
         with self._lock:
             now_wall = self._clock()
             self._started_wall[pod_key] = now_wall
+            if waited_s > 0:
+                self._waited[pod_key] = waited_s
             try:
-                demand = demand_from_env(container_env(pod), node)
+                demand = demand_from_env(container_env(pod), node, shuffle_from)
             except WorkloadError as err:
                 report = TaskReport("failed", error=str(err))
                 self._immediate.append(TaskExit(pod_key, 2, report.to_json(), None, now_wall, now_wall))
@@ -119,6 +142,7 @@ class ModelRunner:
         with self._lock:
             self._forever.pop(pod_key, None)
             self._started_wall.pop(pod_key, None)
+            self._waited.pop(pod_key, None)
             node = self._node_of.pop(pod_key, None)
             if node is not None:
                 self._models[node].stop(pod_key, self.model_now())
@@ -133,6 +157,8 @@ class ModelRunner:
                     if self._node_of.pop(outcome.task_id, None) is None:
                         continue  # killed meanwhile
                     usage = outcome.usage
+                    # The worker's clock runs from its start, so a reduce's includes its wait for the maps.
+                    waited = self._waited.pop(outcome.task_id, 0.0) * self.time_scale
                     report = TaskReport(
                         "failed" if outcome.oom_killed else "succeeded",
                         cpu_user_s=usage.cpu_s * 0.9,
@@ -141,7 +167,7 @@ class ModelRunner:
                         written_bytes=usage.written_bytes,
                         network_bytes=usage.network_bytes,
                         peak_memory_bytes=int(usage.peak_memory_mb * 1e6),
-                        wall_s=outcome.duration_s,
+                        wall_s=outcome.duration_s + waited,
                         error="killed: out of memory" if outcome.oom_killed else "",
                     )
                     exits.append(
@@ -204,6 +230,7 @@ class ModelRunner:
                 self._node_of.pop(key, None)
                 self._forever.pop(key, None)
                 self._started_wall.pop(key, None)
+                self._waited.pop(key, None)
             now = self.model_now()
             for key in self._models[node].running_ids:
                 self._models[node].stop(key, now)
@@ -294,7 +321,16 @@ class ProcessRunner:
         rewrite.pairs.sort(key=lambda pair: -len(pair[0]))
         return rewrite
 
-    def start(self, pod_key: str, node: str, pod: dict[str, Any]) -> None:
+    def start(
+        self,
+        pod_key: str,
+        node: str,
+        pod: dict[str, Any],
+        *,
+        shuffle_from: Mapping[str, float] | None = None,
+        waited_s: float = 0.0,
+    ) -> None:
+        """The process waits for its maps itself (the worker's MRSCHED_WAIT_FOR_MAPS): no shuffle model here."""
         container = pod["spec"]["containers"][0]
         now = time.monotonic()
         argv = list(container.get("command") or []) + list(container.get("args") or [])

@@ -28,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 
 from mrsched.core.catalog import ClusterLayout
 from mrsched.core.physics import Fault
+from mrsched.core.report import TaskReport
 from mrsched.emulator.kube import KubeClient
 from mrsched.emulator.metrics import LOAD_SAMPLE_S, NodeInfo, NodeMetricsCollector
 from mrsched.emulator.nodes import EmulatedNode, lease_object, nodes_from_layout, now_micro
@@ -41,6 +42,7 @@ from mrsched.emulator.podstatus import (
     terminated_status,
 )
 from mrsched.emulator.runners import ModelRunner, ProcessRunner, TaskExit, TaskRunner
+from mrsched.emulator.workload import container_env, job_of, map_output_weight, map_task, reduce_wait
 
 log = logging.getLogger("mrsched.emulator")
 Mode = Literal["model", "process"]
@@ -77,6 +79,25 @@ class _PodState:
 
 
 @dataclass
+class _WaitingReduce:
+    """A reduce pod holding its slot, idle, until every map of its job has succeeded (model mode)."""
+
+    job: str  # namespace/job uid
+    node: str
+    maps: int
+    since: float  # monotonic
+    deadline: float  # monotonic: the worker gives up waiting then
+
+
+@dataclass
+class _MapPod:
+    index: int
+    node: str
+    succeeded: bool
+    output: float  # bytes written (or an estimate), once succeeded
+
+
+@dataclass
 class _NodeState:
     node: EmulatedNode
     uid: str = ""
@@ -102,6 +123,10 @@ class Emulator:
             self.runner = ProcessRunner(cfg.data_dir, cfg.run_dir, wake=self.wake)
         self.pods: dict[str, _PodState] = {}
         self._pod_objects: dict[str, dict[str, Any]] = {}  # running pods as admitted, for their final status
+        # Model mode: reduces waiting for their maps (by pod key), and every job's map pods, on any node, as the
+        # pod watch shows them (by job, then pod key).
+        self._waiting: dict[str, _WaitingReduce] = {}
+        self._map_pods: dict[str, dict[str, _MapPod]] = {}
         self.metrics = NodeMetricsCollector(self._live_nodes, self.runner.usage)
         self._threads: list[threading.Thread] = []
 
@@ -245,6 +270,8 @@ class Emulator:
                 pass
             for done in self.runner.poll():
                 self._safely(partial(self._finish, done))
+            if self._waiting:
+                self._expire_waiting()
 
     def _dispatch(self, kind: str, payload: Any) -> None:
         if kind == "pod":
@@ -255,6 +282,11 @@ class Emulator:
             for key in [k for k in self.pods if k not in payload]:
                 self.runner.kill(key)
                 self._forget(key)
+            for job, maps in list(self._map_pods.items()):
+                for key in [k for k in maps if k not in payload]:
+                    del maps[key]
+                if not maps:
+                    del self._map_pods[job]
         elif kind == "call":
             fn, future = payload
             try:
@@ -271,6 +303,8 @@ class Emulator:
     def _on_pod(self, event: str, pod: dict[str, Any]) -> None:
         meta, spec = pod["metadata"], pod.get("spec") or {}
         node = spec.get("nodeName")
+        if isinstance(self.runner, ModelRunner):
+            self._track_map(event, pod)
         state_of_node = self.nodes.get(node or "")
         if state_of_node is None or state_of_node.removed:
             return
@@ -333,7 +367,75 @@ class Emulator:
             running_status(pod, started_at=state.started_at, host_ip="127.0.0.1", pod_ip=pod_ip),
         )
         self._pod_objects[key] = pod
+        wait = reduce_wait(container_env(pod)) if isinstance(self.runner, ModelRunner) else None
+        if wait is not None:
+            # As the worker does (MRSCHED_WAIT_FOR_MAPS): hold the slot, idle, until the maps' output is there.
+            maps, timeout_s = wait
+            now = time.monotonic()
+            self._waiting[key] = _WaitingReduce(job_of(pod), node, maps, now, now + timeout_s)
+            self._release(job_of(pod))
+            return
         self.runner.start(key, node, pod)
+
+    # --- reduces waiting for their maps (model mode) ---------------------------------------------------------
+
+    def _track_map(self, event: str, pod: dict[str, Any]) -> None:
+        """Keep the job's map pods as the watch shows them; a map that succeeded may release waiting reduces."""
+        task = map_task(pod)
+        node = (pod.get("spec") or {}).get("nodeName")
+        if task is None or not node:
+            return
+        job, index = task
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        if event == "DELETED":
+            maps = self._map_pods.get(job, {})
+            maps.pop(key, None)
+            if not maps:
+                self._map_pods.pop(job, None)
+            return
+        succeeded = (pod.get("status") or {}).get("phase") == "Succeeded"
+        before = self._map_pods.get(job, {}).get(key)
+        self._map_pods.setdefault(job, {})[key] = _MapPod(
+            index, node, succeeded, map_output_weight(pod) if succeeded else 0.0
+        )
+        if succeeded and (before is None or not before.succeeded):
+            self._release(job)
+
+    def _release(self, job: str) -> None:
+        """Start the job's waiting reduces once every one of its maps has a succeeded pod: each fetches the map
+        output from the nodes where those pods ran (one succeeded pod per map)."""
+        waiting = [k for k, w in self._waiting.items() if w.job == job]
+        if not waiting:
+            return
+        done: dict[int, _MapPod] = {}
+        for map_pod in self._map_pods.get(job, {}).values():
+            if map_pod.succeeded:
+                done.setdefault(map_pod.index, map_pod)
+        shuffle_from: dict[str, float] = {}
+        for map_pod in done.values():
+            shuffle_from[map_pod.node] = shuffle_from.get(map_pod.node, 0.0) + map_pod.output
+        now = time.monotonic()
+        for key in waiting:
+            reduce = self._waiting[key]
+            if any(i not in done for i in range(reduce.maps)):
+                continue
+            pod = self._pod_objects.get(key)
+            del self._waiting[key]
+            if pod is not None:
+                self.runner.start(
+                    key, reduce.node, pod, shuffle_from=shuffle_from, waited_s=now - reduce.since
+                )
+
+    def _expire_waiting(self) -> None:
+        """A reduce whose maps did not all succeed within its wait fails, as the worker does."""
+        now = time.monotonic()
+        for key, reduce in list(self._waiting.items()):
+            if now < reduce.deadline:
+                continue
+            del self._waiting[key]
+            error = f"map output missing after waiting {reduce.deadline - reduce.since:.0f} s for {reduce.maps} maps"
+            report = TaskReport("failed", wall_s=now - reduce.since, error=error)
+            self._safely(partial(self._finish, TaskExit(key, 1, report.to_json(), None, reduce.since, now)))
 
     def _finish(self, done: TaskExit) -> None:
         state = self.pods.get(done.pod_key)
@@ -382,6 +484,7 @@ class Emulator:
     def _forget(self, key: str) -> None:
         state = self.pods.pop(key, None)
         self._pod_objects.pop(key, None)
+        self._waiting.pop(key, None)
         if state is not None and state.node in self.nodes:
             self.nodes[state.node].pods.discard(key)
 
@@ -409,8 +512,10 @@ class Emulator:
         state = self.node_or_error(name)
         state.removed = True
         lost = self.runner.remove_node(name)
+        lost += [k for k, w in self._waiting.items() if w.node == name]
         for key in lost:
             self._pod_objects.pop(key, None)
+            self._waiting.pop(key, None)
         self._quietly(lambda: self.kube.delete_node(name))
         return lost
 

@@ -15,6 +15,9 @@ Environment variables read (all optional but ``MRSCHED_APP``, or ``MRSCHED_PROBE
 * ``MRSCHED_INPUT_BYTES``: bytes this task reads (its split, or its share of the shuffle).
 * ``MRSCHED_INPUT_HOSTS``: comma-separated nodes holding a replica of the input; when given and the pod's node
   is not among them, the input is fetched over the network instead of read from the local disk.
+* ``MRSCHED_WAIT_FOR_MAPS``, ``MRSCHED_MAPS``: a reduce that waits (up to that many seconds) for the output of
+  its job's ``MRSCHED_MAPS`` maps, as the worker does: the emulator holds it idle until every map of its job
+  (pods labelled as the operator labels them) has succeeded, then fetches the shuffle from where they ran.
 
 A pod without ``MRSCHED_APP`` (and not a probe) carries no finite work: like a server, it runs until it is
 deleted.
@@ -30,6 +33,7 @@ from typing import Any, cast
 from mrsched.core.catalog import CatalogError, TaskType, application
 from mrsched.core.physics import TaskDemand
 from mrsched.core.probes import PROBE_KINDS, probe_demand
+from mrsched.core.report import TaskReport
 
 APP_ENV = "MRSCHED_APP"
 TASK_TYPE_ENV = "MRSCHED_TASK_TYPE"
@@ -37,6 +41,12 @@ INPUT_BYTES_ENV = "MRSCHED_INPUT_BYTES"
 INPUT_HOSTS_ENV = "MRSCHED_INPUT_HOSTS"
 PROBE_KIND_ENV = "MRSCHED_PROBE_KIND"
 PROBE_SCALE_ENV = "MRSCHED_PROBE_SCALE"
+WAIT_FOR_MAPS_ENV = "MRSCHED_WAIT_FOR_MAPS"
+MAPS_ENV = "MRSCHED_MAPS"
+#: The labels the operator puts on task pods (``mrsched.operator.pods``, a layer above; a test keeps them equal).
+JOB_UID_LABEL = "mrsched.dev/job-uid"
+TYPE_LABEL = "mrsched.dev/task-type"
+INDEX_LABEL = "mrsched.dev/task-index"
 
 
 #: Hadoop's commitJob: list the parts, delete the temporary tree, write _SUCCESS. [not in the papers]
@@ -70,8 +80,15 @@ def container_env(pod: Mapping[str, Any]) -> dict[str, str]:
     return env
 
 
-def demand_from_env(env: Mapping[str, str], node_name: str) -> TaskDemand | None:
-    """The task's demand, or None when the pod declares no finite work."""
+def demand_from_env(
+    env: Mapping[str, str], node_name: str, shuffle_from: Mapping[str, float] | None = None
+) -> TaskDemand | None:
+    """The task's demand, or None when the pod declares no finite work.
+
+    ``shuffle_from`` (reduces only): the job's map output by the node holding it, in any unit; the share held
+    on other nodes than ``node_name`` of the reduce's input-proportional reads (its shuffle fetch) comes over
+    the network instead of from the local disk.
+    """
     if env.get(TASK_TYPE_ENV) == "probe":
         return _probe(env)
     app_name = env.get(APP_ENV)
@@ -102,7 +119,60 @@ def demand_from_env(env: Mapping[str, str], node_name: str) -> TaskDemand | None
     if hosts and node_name not in hosts:
         # Remote replica: the bytes arrive over the NIC rather than from the local disk.
         demand = replace(demand, read_mb=max(0.0, demand.read_mb - input_mb), network_mb=input_mb)
+    total = sum(shuffle_from.values()) if shuffle_from else 0.0
+    if task_type == "reduce" and shuffle_from and total > 0:
+        # The shuffle: map output on other nodes is fetched over the network, in proportion to where it is.
+        fetched = profile.read_per_input * input_mb
+        remote = fetched * (1.0 - shuffle_from.get(node_name, 0.0) / total)
+        demand = replace(
+            demand, read_mb=max(0.0, demand.read_mb - remote), network_mb=demand.network_mb + remote
+        )
     return demand
+
+
+def reduce_wait(env: Mapping[str, str]) -> tuple[int, float] | None:
+    """(maps, timeout in seconds) of a reduce that waits for its job's maps, else None."""
+    if env.get(TASK_TYPE_ENV) != "reduce" or not env.get(APP_ENV):
+        return None
+    try:
+        maps, timeout_s = int(env.get(MAPS_ENV, "0")), float(env.get(WAIT_FOR_MAPS_ENV, "0"))
+    except ValueError:
+        return None
+    return (maps, timeout_s) if maps > 0 and timeout_s > 0 else None
+
+
+def map_task(pod: Mapping[str, Any]) -> tuple[str, int] | None:
+    """(namespace/job uid, map index) of an operator's map pod, else None."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if labels.get(TYPE_LABEL) != "map" or not labels.get(JOB_UID_LABEL):
+        return None
+    try:
+        index = int(labels.get(INDEX_LABEL, ""))
+    except ValueError:
+        return None
+    return f"{meta.get('namespace', '')}/{labels[JOB_UID_LABEL]}", index
+
+
+def job_of(pod: Mapping[str, Any]) -> str:
+    """namespace/job uid of an operator's task pod ("" for other pods)."""
+    meta = pod.get("metadata") or {}
+    uid = (meta.get("labels") or {}).get(JOB_UID_LABEL, "")
+    return f"{meta.get('namespace', '')}/{uid}" if uid else ""
+
+
+def map_output_weight(pod: Mapping[str, Any]) -> float:
+    """A succeeded map pod's output in bytes: its report's writtenBytes, else its input size, else 1."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        message = ((status.get("state") or {}).get("terminated") or {}).get("message", "")
+        try:
+            return float(TaskReport.from_json(message).written_bytes)
+        except ValueError:
+            pass
+    try:
+        return float(container_env(pod).get(INPUT_BYTES_ENV, "")) or 1.0
+    except ValueError:
+        return 1.0
 
 
 def _probe(env: Mapping[str, str]) -> TaskDemand:

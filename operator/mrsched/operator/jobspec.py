@@ -88,7 +88,8 @@ class JobSpec:
             parameters={k: str(v) for k, v in (workload.get("parameters") or {}).items()},
             image=workload.get("image", ""),
             command=tuple(workload.get("command") or ()),
-            user=spec.get("user", "default"),
+            # The job's owner for per-user policies (lsps): spec.user, else its namespace (a tenant per namespace).
+            user=spec.get("user") or meta.get("namespace", "default"),
             queue=spec.get("queue", "default"),
             priority=int(spec.get("priority", 0)),
             policy=spec.get("policy", ""),

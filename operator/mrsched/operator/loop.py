@@ -140,8 +140,9 @@ class SchedulingLoop:
 
         active: list[tuple[dict[str, Any], JobState]] = []
         phases: dict[str, int] = defaultdict(int)
+        racks = {name: info.node.rack for name, info in workers.items()}
         for body, state in states:
-            phase = self._reconcile(body, state, workers, now, stats)
+            phase = self._reconcile(body, state, workers, racks, now, stats)
             phases[phase] += 1
             if phase in ("Pending", "Running"):
                 active.append((body, state))
@@ -213,6 +214,7 @@ class SchedulingLoop:
         body: dict[str, Any],
         state: JobState,
         workers: dict[str, snap.NodeInfo],
+        racks: dict[str, str],
         now: float,
         stats: RoundStats,
     ) -> str:
@@ -252,9 +254,17 @@ class SchedulingLoop:
                         task.attempts.append(_lost(attempt))
         verdict = job_status.decide(state, fatal)
         backoff = (self.config.backoff_base_s, self.config.backoff_max_s)
-        new, transitions = job_status.compute(state, verdict, policy, now, backoff)
+        new, transitions = job_status.compute(state, verdict, policy, now, backoff, racks)
         if _differs(state.status, new):
             self.api.patch_job_status(spec.namespace, spec.name, new)
+        if not state.finished_phase and verdict.phase in ("Succeeded", "Failed"):
+            # Once per job: this round records its completion (a restarted operator sees it finished already).
+            self.metrics.job_finished(
+                policy,
+                new["starvationSeconds"],
+                new["reduceIdleSeconds"],
+                job_status.map_locality_counts(state, racks),
+            )
         for t in transitions:
             self.api.event(body, t.type, t.reason, t.message)
         self._announce_failures(body, state)

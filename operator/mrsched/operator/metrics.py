@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+#: status.locality's levels as the label values of mrsched_map_locality_total.
+LOCALITY_LABELS = {
+    "nodeLocal": "node-local",
+    "rackLocal": "rack-local",
+    "offRack": "off-rack",
+    "unknown": "unknown",
+}
+_JOB_SECONDS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600)
 
 
 class OperatorMetrics:
@@ -66,3 +77,34 @@ class OperatorMetrics:
             ["node", "type", "policy"],
             registry=r,
         )
+        self.job_starvation = Histogram(
+            "mrsched_job_starvation_seconds",
+            "Finished jobs' reduce starvation (seed 003 section III: mean delay of the reduces launched after the "
+            "last map finished), by policy",
+            ["policy"],
+            registry=r,
+            buckets=(0, *_JOB_SECONDS),
+        )
+        self.job_reduce_idle = Histogram(
+            "mrsched_job_reduce_idle_seconds",
+            "Finished jobs' reduce slot-seconds held before the last map finished, by policy",
+            ["policy"],
+            registry=r,
+            buckets=(0, *_JOB_SECONDS),
+        )
+        self.map_locality = Counter(
+            "mrsched_map_locality_total",
+            "Started map attempts of finished jobs by data locality level (node-local, rack-local, off-rack, "
+            "unknown), by policy",
+            ["policy", "level"],
+            registry=r,
+        )
+
+    def job_finished(
+        self, policy: str, starvation_s: float, reduce_idle_s: float, locality: Mapping[str, int]
+    ) -> None:
+        """Observe a job once, when it finishes: its starvation, reduce idle time and map locality counts."""
+        self.job_starvation.labels(policy).observe(starvation_s)
+        self.job_reduce_idle.labels(policy).observe(reduce_idle_s)
+        for level, count in locality.items():
+            self.map_locality.labels(policy, LOCALITY_LABELS.get(level, level)).inc(count)

@@ -92,11 +92,13 @@ def core_job(state: JobState, now: float, backoff: tuple[float, float], existing
     spec = state.spec
     job = existing if existing is not None else _new_job(state)
     running = {"map": 0, "reduce": 0}
+    maps_changed = existing is None
     for task in (*job.maps, *job.reduces):
         ts = state.tasks[(task.kind, task.index)]
         live = not ts.succeeded and bool(ts.live)
         task.attempts = len(ts.attempts)
         task.running = live
+        maps_changed = maps_changed or (task.kind == "map" and task.done != ts.succeeded)
         task.done = ts.succeeded
         task.backing_off = not ts.succeeded and not live and ts.retry_at(*backoff) > now
         running[task.kind] += live
@@ -105,7 +107,31 @@ def core_job(state: JobState, now: float, backoff: tuple[float, float], existing
     job.finished_reduces = sum(t.done for t in job.reduces)
     job.start_s = state.first_start()
     job.priority = spec.priority
+    if maps_changed:  # the set of finished maps changed: rebuild w_i(u), else it stands
+        job.map_output_mb = map_output_mb(state)
     return job
+
+
+def map_output_mb(state: JobState) -> dict[str, float]:
+    """MB of the job's map output by the node holding it (seed 003's w_i(u), Eq 1): each succeeded map counts
+    once, at its first successful attempt (the one whose output the job keeps), on that attempt's node.
+
+    The size is the bytes the map wrote, from its TaskReport (the worker's termination message, which the
+    emulator's model mode writes too). Without a report (a custom image, a message cut off) the map's input
+    size stands in for it: an estimate, right for the identity-like maps of sort and terasort.
+    """
+    out: dict[str, float] = {}
+    for ts in state.of("map"):
+        done = [a for a in ts.attempts if a.phase == "Succeeded" and a.node]
+        if not done:
+            continue
+        first = min(done, key=lambda a: (a.finished or a.created, a.attempt))
+        written = (
+            first.report.written_bytes if first.report is not None else state.spec.map_input_bytes(ts.index)
+        )
+        node = first.node or ""
+        out[node] = out.get(node, 0.0) + written / 2**20
+    return out
 
 
 def _new_job(state: JobState) -> Job:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from mrsched.operator.jobstate import JobState, rfc3339
+from mrsched.operator.pods import PodAttempt
+
+LocalityLevel = Literal["nodeLocal", "rackLocal", "offRack", "unknown"]
+#: The locality levels of status.locality, best first (Hadoop's node-local, rack-local, off-rack).
+LOCALITY_LEVELS: tuple[LocalityLevel, ...] = ("nodeLocal", "rackLocal", "offRack", "unknown")
+#: Status fields computed from the job's attempts that stay as they were once the job has finished (its pods
+#: may be deleted or their nodes gone by then).
+FROZEN_AT_COMPLETION = ("locality", "starvationSeconds", "reduceIdleSeconds")
+IDLE_RESOLUTION_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -47,10 +57,108 @@ def decide(state: JobState, fatal: str = "") -> Verdict:
     return Verdict("Pending", "Waiting", "waiting for the scheduler to place the first task")
 
 
+def _ran(attempt: PodAttempt) -> bool:
+    """The attempt started on a node (a kubelet's admission refusal never ran; a lost node's attempt did)."""
+    return (
+        attempt.started is not None
+        and bool(attempt.node)
+        and not (attempt.rejected and attempt.reason != "NodeLost")
+    )
+
+
+def map_locality_counts(state: JobState, racks: Mapping[str, str]) -> dict[str, int]:
+    """The job's started map attempts by data locality, as Hadoop counts its locality levels.
+
+    Node-local: the attempt's node holds a replica of its split (``input.splits[].hosts``); rack-local: a
+    replica's node is in the attempt node's rack (``racks``: node name to the label topology.mrsched.dev/rack,
+    of the nodes the operator knows); off-rack otherwise. A map without host information (no explicit splits,
+    or a split without hosts), or whose node is no longer known, counts as unknown.
+    """
+    counts: dict[str, int] = dict.fromkeys(LOCALITY_LEVELS, 0)
+    for task in state.of("map"):
+        split = state.spec.split_of(task.index)
+        hosts = split.hosts if split is not None else ()
+        for attempt in task.attempts:
+            if not _ran(attempt):
+                continue
+            node = attempt.node or ""
+            level: LocalityLevel
+            if not hosts:
+                level = "unknown"
+            elif node in hosts:
+                level = "nodeLocal"
+            elif node not in racks:
+                level = "unknown"
+            elif any(racks.get(h) == racks[node] for h in hosts):
+                level = "rackLocal"
+            else:
+                level = "offRack"
+            counts[level] += 1
+    return counts
+
+
+def map_locality(state: JobState, racks: Mapping[str, str]) -> dict[str, Any]:
+    """``status.locality``: :func:`map_locality_counts` as fractions of the started map attempts (0 before
+    any started), and their number."""
+    counts = map_locality_counts(state, racks)
+    total = sum(counts.values())
+    shares: dict[str, Any] = {k: round(v / total, 4) if total else 0.0 for k, v in counts.items()}
+    shares["mapAttempts"] = total
+    return shares
+
+
+def last_map_finish(state: JobState) -> float | None:
+    """When the job's last map finished (each map at its first successful attempt), None until all have."""
+    ends = []
+    for task in state.of("map"):
+        done = [a.finished or a.started or a.created for a in task.attempts if a.phase == "Succeeded"]
+        if not done:
+            return None
+        ends.append(min(done))
+    return max(ends) if ends else None
+
+
+def starvation_seconds(state: JobState) -> float:
+    """Seed 003 §III's starvation time of the job's reduces: the mean, over the reduces that started after
+    the last map finished, of how long after it they started (start − lastMapFinish); 0 when none did, or
+    while maps still run. A reduce starts when its first attempt started (the job first had its slot)."""
+    end = last_map_finish(state)
+    if end is None:
+        return 0.0
+    waits = []
+    for task in state.of("reduce"):
+        starts = [a.started for a in task.attempts if _ran(a) and a.started is not None]
+        if starts and min(starts) > end:
+            waits.append(min(starts) - end)
+    return sum(waits) / len(waits) if waits else 0.0
+
+
+def reduce_idle_seconds(state: JobState, now: float) -> float:
+    """Seconds the job's reduce attempts held their slots before the last map finished (seed 003 §III: reduces
+    launched early wait for map output, idle): Σ over attempts of max(0, min(lastMapFinish, end) − start),
+    an attempt still running ending now, and ``now`` standing in for lastMapFinish while maps still run."""
+    cut = last_map_finish(state)
+    cut = now if cut is None else cut
+    idle = 0.0
+    for task in state.of("reduce"):
+        for attempt in task.attempts:
+            if not _ran(attempt) or attempt.started is None:
+                continue
+            end = attempt.finished if attempt.finished is not None else now
+            idle += max(0.0, min(cut, end) - attempt.started)
+    return idle
+
+
 def compute(
-    state: JobState, verdict: Verdict, policy: str, now: float, backoff: tuple[float, float]
+    state: JobState,
+    verdict: Verdict,
+    policy: str,
+    now: float,
+    backoff: tuple[float, float],
+    racks: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, Any], list[Transition]]:
-    """The new status, and the transitions since the old one (each an Event)."""
+    """The new status, and the transitions since the old one (each an Event); ``racks`` maps the known nodes
+    to their racks (for ``status.locality``)."""
     old = state.status
     maps = state.counters("map", now, *backoff)
     reduces = state.counters("reduce", now, *backoff)
@@ -66,7 +174,19 @@ def compute(
         "reducesCompleted": f"{reduces['succeeded']}/{reduces['total']}",
         "progress": int(100 * done / total) if total else 100,
         "observedGeneration": state.generation,
+        "user": state.spec.user,
     }
+    if state.finished_phase and all(k in old for k in FROZEN_AT_COMPLETION):
+        status.update({k: old[k] for k in FROZEN_AT_COMPLETION})
+    else:
+        status["locality"] = map_locality(state, racks or {})
+        status["starvationSeconds"] = round(starvation_seconds(state), 3)
+        # While maps run, the idle time grows with the clock: counted up to the last multiple of
+        # IDLE_RESOLUTION_S only, so that it does not cost a status write every round.
+        status["reduceIdleSeconds"] = round(
+            reduce_idle_seconds(state, now - now % IDLE_RESOLUTION_S if verdict.phase == "Running" else now),
+            3,
+        )
     # None removes a stale value: status is written with a merge patch.
     status["reason"] = verdict.reason or None
     status["message"] = verdict.message or None
