@@ -30,7 +30,7 @@ in random order (§1.4, "heartbeats arrive once per node per round in random ord
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import Field
@@ -136,9 +136,13 @@ class WaitScheduling:
     wait: int = 0
     selected_mismatch: float = 0.0
     frozen: list[str] | None = None  # L(J) when ``recomputeCandidates`` is off
+    ties: dict[str, float] = field(
+        default_factory=dict
+    )  # each node's random tie-break key for this selection
 
     def reset(self) -> None:
         self.candidate, self.wait, self.selected_mismatch, self.frozen = None, 0, 0.0, None
+        self.ties = {}
 
 
 @register
@@ -249,7 +253,12 @@ class Coupling(SlotPolicy):
         if self.cfg.spread_reduces:
             free = [n for n in free if not self._runs_reduce_of(snapshot, n, job)]
         costs = transfer_costs(job, snapshot, free)
-        ties = {n: self.rng.random() for n in free}
+        # Ties are broken at random once per selection, not per heartbeat: the centrality of a job whose nodes
+        # tie (no map output yet, or output spread evenly) stays one node for the whole wait, as in the paper.
+        ties = self.waiting.ties
+        for n in free:
+            if n not in ties:
+                ties[n] = self.rng.random()
         return sorted(free, key=lambda n: (costs[n], ties[n]))[: self.cfg.candidate_nodes]
 
     def select(self, snapshot: ClusterSnapshot) -> tuple[Job, float] | None:
@@ -283,13 +292,15 @@ class Coupling(SlotPolicy):
         n = len(snapshot.nodes)
         ranked = w.frozen if w.frozen is not None else self.candidate_list(snapshot, job)
         for g, (lo, hi) in enumerate(GROUPS, start=1):
-            if g == (w.wait - 1) // n + 1 and node in ranked[lo:hi]:
-                if not self._runs_reduce_of(snapshot, node, job) and snapshot.free_slots(node, "reduce") > 0:
+            # Lines 7-9: in round g, a node of group g that runs no reduce of the candidate takes it; if the
+            # launch fails (no free slot: only with a frozen list), go on to the next group's round at once.
+            current = g == (w.wait - 1) // n + 1
+            if current and node in ranked[lo:hi] and not self._runs_reduce_of(snapshot, node, job):
+                if snapshot.free_slots(node, "reduce") > 0:
                     rank = ranked.index(node) + 1
                     why = f"rank {rank} of {len(ranked)} by Eq 1 cost"
                     return self._launch_reduce(snapshot, node, job, f"wait round {g}, {why}")
-                if node in ranked[lo:hi] and snapshot.free_slots(node, "reduce") <= 0:
-                    w.wait = g * n + 1  # line 9: the launch failed, go on to the next group's round
+                w.wait = g * n + 1
         if 3 * n < w.wait <= 4 * n and snapshot.free_slots(node, "reduce") > 0:
             return self._launch_reduce(snapshot, node, job, "wait round 4: any node")
         if w.wait > 4 * n:
