@@ -50,6 +50,7 @@ bench: venv  ## every scenario under every baseline, into bench/results/<scenari
 	$(PY) bench/elkholy_summary.py > /dev/null
 	$(PY) bench/dhok_summary.py > /dev/null
 	$(PY) bench/tan_summary.py > /dev/null
+	$(PY) bench/yao_summary.py > /dev/null
 	$(PY) bench/summarise.py bench/results > bench/results/README.md
 
 bench-learning: venv  ## ThroughputScheduler's learning curves (κ, θ, makespan) on J_IO + Pi repeated

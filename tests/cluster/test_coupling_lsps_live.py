@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mrsched.localcluster.cluster import LocalCluster
+from mrsched.operator.jobstate import parse_time
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube
 from tests.operatorhelpers import apply, apply_crds, job_manifest, start_operator, task_pods, wait_phase
@@ -126,3 +127,69 @@ def test_coupling_idles_reduces_less_and_places_them_near_their_data(
             assert rank is not None and int(rank.group(1)) in groups[wait_round], reason
     for status in coupling.values():
         assert set(status["locality"]) >= {"nodeLocal", "rackLocal", "offRack"}, status["locality"]
+
+
+def pi_job(name: str, policy: str, maps: int, user: str | None) -> dict[str, Any]:
+    extra = {"user": user} if user else {}
+    return job_manifest(
+        name,
+        workload={"app": "pi", "parameters": {"samples": 1000}},
+        output={"path": f"out/{name}"},
+        maps=maps,
+        reduces=1,
+        resources=TINY,
+        policy=policy,
+        **extra,
+    )
+
+
+def job_seconds(status: dict[str, Any], created: str) -> float:
+    return parse_time(status["completionTime"]) - parse_time(created)  # type: ignore[operator]
+
+
+def run_users(kube: Kube, namespace: str, policy: str) -> dict[str, list[float]]:
+    """Two 24-map jobs of a user who sets none (the namespace is its user), then, while they hold the cluster,
+    eight 2-map jobs of user ``analyst`` a second apart. Response times (creation to completion) per user."""
+    names = {f"{policy}-etl-{i}": None for i in range(2)}
+    for name in names:
+        apply(kube, namespace, pi_job(name, policy, 24, None))
+    time.sleep(15)
+    for i in range(8):
+        names[f"{policy}-analyst-{i}"] = "analyst"
+        apply(kube, namespace, pi_job(f"{policy}-analyst-{i}", policy, 2, "analyst"))
+        time.sleep(1)
+    times: dict[str, list[float]] = {}
+    for name in names:
+        job = wait_phase(kube, namespace, name, ("Succeeded",), 300)
+        times.setdefault(job["status"]["user"], []).append(
+            job_seconds(job["status"], job["metadata"]["creationTimestamp"])
+        )
+    return times
+
+
+def test_lsps_gives_a_small_jobs_user_shorter_job_times_than_fair_while_a_large_jobs_user_is_busy(
+    kube: Kube, namespace: str, tmp_path: Path, emulate: EmulateFactory, local_cluster: LocalCluster
+) -> None:
+    apply_crds(kube)
+    emulate({"small": 3})
+    operator = start_operator(kube, namespace, tmp_path / "logs", policy="fair")
+    try:
+        fair = run_users(kube, namespace, "fair")
+        lsps = run_users(kube, namespace, "lsps")
+        profile = json.loads(kube.kubectl("get", "policyprofile", "lsps", "-o", "json").stdout)
+    finally:
+        operator.stop()
+    means = {
+        policy: {user: statistics.fmean(v) for user, v in times.items()}
+        for policy, times in (("fair", fair), ("lsps", lsps))
+    }
+    print(json.dumps(means))
+    # A job without spec.user belongs to its namespace (a tenant per namespace).
+    assert set(fair) == set(lsps) == {namespace, "analyst"}, (fair, lsps)
+    # Eq 8: once a few tasks finished, the analyst's jobs are about a twelfth of the others' size, so its share
+    # is ~12 of the 6 map slots: every slot the large jobs free goes to it; Fair gives it half.
+    assert means["lsps"]["analyst"] < 0.85 * means["fair"]["analyst"], means
+    # The per-user statistics (Welford history, shares, tier-2 scheme) are visible with kubectl.
+    users = profile["status"]["state"]["users"]
+    assert {namespace, "analyst"} <= set(users), users
+    assert users["analyst"]["completedJobs"] >= 1 and users["analyst"]["scheme"] in ("fifo", "fair"), users

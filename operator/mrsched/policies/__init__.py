@@ -19,6 +19,7 @@ from mrsched.policies import (
     fifo,  # noqa: F401
     kube_default,  # noqa: F401
     learning,  # noqa: F401
+    lsps,  # noqa: F401
     throughput,  # noqa: F401
 )
 from mrsched.policies import oracle as _oracle  # noqa: F401
