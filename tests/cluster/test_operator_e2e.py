@@ -209,8 +209,11 @@ def test_failed_task_is_retried_and_exhausted_backoff_fails_the_job(
     assert "TaskFailed" in events and "BackoffLimitExceeded" in events
 
     table = kube.kubectl("get", "mrj", "-n", namespace).stdout.splitlines()
-    assert table[0].split() == ["NAME", "PHASE", "MAPS", "REDUCES", "POLICY", "AGE"]
-    assert any(line.split()[:5] == ["late-input", "Succeeded", "1/1", "1/1", "fair"] for line in table[1:])
+    assert table[0].split() == ["NAME", "PHASE", "MAPS", "REDUCES", "POLICY", "USER", "LOCAL", "AGE"]
+    # No spec.user: the job's owner is its namespace (seed 004's users).
+    assert any(
+        line.split()[:6] == ["late-input", "Succeeded", "1/1", "1/1", "fair", namespace] for line in table[1:]
+    )
 
     kube.kubectl("delete", "mrj", "late-input", "-n", namespace, "--wait=true")
     wait_for(lambda: not task_pods(kube, namespace, "late-input"), 60, "the deleted job's pods to go")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import statistics
 from itertools import pairwise
@@ -12,6 +13,7 @@ import pytest
 from mrsched.simulator.traces import (
     TraceError,
     TraceJob,
+    assign_users,
     read_rumen,
     read_sls,
     read_swim,
@@ -20,6 +22,7 @@ from mrsched.simulator.traces import (
     scale_down,
     task_counts,
 )
+from mrsched.simulator.traces.common import hash_user_index, size_band_edges
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
 # The shared data sit beside the repository: /work/shared locally, <clone>/../shared in CI.
@@ -413,3 +416,84 @@ def test_scale_down_keeps_the_size_distribution_of_a_real_day() -> None:
     scaled_big = [by_id[j.id].input_bytes for j in big]
     scaled_ratio = statistics.median(scaled_big) / statistics.median(j.input_bytes for j in scaled)
     assert scaled_ratio == pytest.approx(ratio, rel=0.01)
+
+
+# --- users --------------------------------------------------------------------------------------------------
+
+
+def test_no_user_rule_leaves_every_job_with_the_default_user() -> None:
+    assert {j.user for j in read_swim(FB_2009)} == {"default"}
+
+
+def test_hash_rule_is_blake2b_of_the_job_id() -> None:
+    # blake2b("job0", digest_size=8) read big-endian, mod 8.
+    digest = int.from_bytes(hashlib.blake2b(b"job0", digest_size=8).digest(), "big")
+    assert hash_user_index("job0", 8) == digest % 8 == 6  # pinned: the rule must not drift between versions
+    assert [hash_user_index(f"job{i}", 8) for i in (1, 2)] == [1, 4]
+    (job,) = assign_users([_job("job0", 0.0)], "hash", 8)
+    assert job.user == f"user-{digest % 8}"
+
+
+def test_hash_rule_is_stable_and_ignores_size_and_order() -> None:
+    jobs = [_job(f"job{i}", float(i), input_bytes=i * 1000) for i in range(50)]
+    first = assign_users(jobs, "hash", 5)
+    again = assign_users(list(reversed(jobs)), "hash", 5)
+    resized = assign_users([_job(j.id, 0.0, input_bytes=7) for j in jobs], "hash", 5)
+    assert [j.user for j in first] == [j.user for j in reversed(again)] == [j.user for j in resized]
+    assert [j.id for j in first] == [j.id for j in jobs]  # order kept, nothing else changed
+    assert [(j.submit_s, j.input_bytes) for j in first] == [(j.submit_s, j.input_bytes) for j in jobs]
+
+
+def test_hash_rule_spreads_a_real_day_over_every_user() -> None:
+    jobs = assign_users(read_swim(FB_2009), "hash", 8)
+    counts = {u: sum(1 for j in jobs if j.user == u) for u in {j.user for j in jobs}}
+    assert set(counts) == {f"user-{k}" for k in range(8)}
+    # 5,894 jobs over 8 users: 737 each on average; a fair hash stays within a few standard deviations.
+    assert all(600 <= n <= 880 for n in counts.values()), counts
+
+
+def test_size_rule_bands_follow_the_quantiles() -> None:
+    jobs = [
+        _job(f"j{i}", 0.0, input_bytes=b) for i, b in enumerate([0, 10, 10, 500, 10**6, 10**9, 10**12, 5])
+    ]
+    # Sorted sizes 0, 5, 10, 10, 500, 1e6, 1e9, 1e12; quartile edges at ranks 2, 4, 6: 10, 500, 1e9.
+    assert size_band_edges((j.input_bytes for j in jobs), 4) == [10, 500, 10**9]
+    users = {j.id: j.user for j in assign_users(jobs, "size", 4)}
+    assert users == {
+        "j0": "user-0", "j7": "user-0",  # 0 and 5 B: below the first edge
+        "j1": "user-1", "j2": "user-1",  # 10 B: equal sizes share a band (an edge opens its band)
+        "j3": "user-2", "j4": "user-2",  # 500 B, 1 MB
+        "j5": "user-3", "j6": "user-3",  # 1 GB, 1 TB
+    }  # fmt: skip
+
+
+def test_size_rule_puts_small_and_large_jobs_of_a_real_day_in_different_users() -> None:
+    jobs = assign_users(read_swim(FB_2009), "size", 8)
+    band = {j.id: int(j.user.removeprefix("user-")) for j in jobs}
+    by_size = sorted(jobs, key=lambda j: j.input_bytes)
+    # Larger input never means a smaller band, and the extremes are far apart.
+    assert [band[j.id] for j in by_size] == sorted(band[j.id] for j in by_size)
+    assert band[by_size[0].id] == 0 and band[by_size[-1].id] == 7
+    # Octiles: every user holds about an eighth of the day (ties at an edge shift a few jobs).
+    counts = [sum(1 for b in band.values() if b == k) for k in range(8)]
+    assert all(abs(n - len(jobs) / 8) < 0.05 * len(jobs) for n in counts), counts
+    # The largest user's smallest job is bigger than every job of the other users.
+    assert min(j.input_bytes for j in jobs if band[j.id] == 7) > max(
+        j.input_bytes for j in jobs if band[j.id] < 7
+    )
+
+
+def test_user_rules_survive_scaling_and_cutting() -> None:
+    jobs = assign_users(read_swim(FB_2009), "size", 8)
+    scaled = scale_down(jobs, size_scale=6.0, max_jobs=100)
+    by_id = {j.id: j.user for j in jobs}
+    assert all(j.user == by_id[j.id] for j in scaled)
+
+
+def test_user_rules_reject_nonsense() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        assign_users([], "hash", 0)
+    with pytest.raises(ValueError, match="unknown user rule 'queue'"):
+        assign_users([], "queue", 3)  # type: ignore[arg-type]
+    assert assign_users([], "size", 3) == []
+    assert [j.user for j in assign_users([_job("a", 0.0, 9)], "size", 3)] == ["user-2"]

@@ -125,6 +125,20 @@ class JobSpec(_Strict):
     memory_request_mb: float = Field(1024.0, alias="memoryRequestMB", gt=0)
 
 
+class TraceUsersSpec(_Strict):
+    """Users for the jobs of a trace that records none (SWIM), e.g. ``users: {count: 8, rule: size}``: every
+    job becomes ``user-0`` ... ``user-<count-1>`` (``mrsched.simulator.traces.common.assign_users``).
+
+    * ``hash``: ``k = blake2b(trace job id) mod count``: users alike, each a random sample of the job mix;
+    * ``size``: ``k`` = the job's band of map input bytes, the bands split at the ``i/count`` quantiles of the
+      whole trace's input sizes (``user-0`` the smallest jobs): users that differ in job size, as teams
+      running interactive queries and ETL do.
+    """
+
+    count: int = Field(ge=1)
+    rule: Literal["hash", "size"]
+
+
 class TraceSpec(_Strict):
     format: Literal["swim", "sls", "rumen"]
     path: str  # relative to the scenario file
@@ -134,6 +148,9 @@ class TraceSpec(_Strict):
     size_scale: float = Field(1.0, alias="sizeScale", gt=0)
     block_mb: float = Field(128.0, alias="blockMB", gt=0)  # one map per block of input, at least one
     app: str = "wordcount"  # the profile that turns a trace job's bytes into work
+    # Give the jobs users by a rule (applied to the whole trace, before maxJobs and scaling); None: the
+    # trace's own users, "default" for SWIM.
+    users: TraceUsersSpec | None = None
 
 
 class InterArrivalSpec(_Strict):

@@ -8,7 +8,7 @@ import random
 from mrsched.core.catalog import application
 from mrsched.core.model import Hints, Job, Resources, Task
 from mrsched.simulator.scenario import JobSpec, Scenario
-from mrsched.simulator.traces import read_swim_gaps, read_trace, scale_down, task_counts
+from mrsched.simulator.traces import assign_users, read_swim_gaps, read_trace, scale_down, task_counts
 
 
 def _hints(spec: object) -> Hints:
@@ -80,8 +80,11 @@ def _duration(durations: tuple[float, ...], index: int) -> float | None:
 def _trace_jobs(scenario: Scenario, nodes: list[str], rng: random.Random) -> list[Job]:
     trace = scenario.workload.trace
     assert trace is not None
+    read = read_trace(trace.format, scenario.resolve(trace.path))
+    if trace.users is not None:  # on the whole trace, so maxJobs and sizeScale keep each job's user
+        read = assign_users(read, trace.users.rule, trace.users.count)
     raw = scale_down(
-        read_trace(trace.format, scenario.resolve(trace.path)),
+        read,
         time_scale=trace.time_scale,
         size_scale=trace.size_scale,
         max_jobs=trace.max_jobs,

@@ -6,8 +6,9 @@
 * ``rumen``: Hadoop Rumen job traces (concatenated JSON, tasks with durations and bytes): :func:`read_rumen`.
 
 Every reader returns :class:`TraceJob` values sorted by submit time; :func:`task_counts` turns bytes into
-task counts by the documented rule, :func:`scale_down` fits a trace to a small cluster, and malformed input
-raises :class:`TraceError` naming the file and the line or record. Pure Python, no cluster dependencies.
+task counts by the documented rule, :func:`assign_users` gives the jobs users by a documented rule (for
+traces without users), :func:`scale_down` fits a trace to a small cluster, and malformed input raises
+:class:`TraceError` naming the file and the line or record. Pure Python, no cluster dependencies.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from mrsched.simulator.traces.common import TraceError, TraceJob, scale_down, task_counts
+from mrsched.simulator.traces.common import (
+    USER_RULES,
+    TraceError,
+    TraceJob,
+    assign_users,
+    scale_down,
+    task_counts,
+)
 from mrsched.simulator.traces.rumen import read_rumen
 from mrsched.simulator.traces.sls import read_sls
 from mrsched.simulator.traces.swim import read_swim, read_swim_gaps
@@ -38,8 +46,10 @@ def read_trace(format: str, path: str | os.PathLike[str]) -> list[TraceJob]:
 
 __all__ = [
     "READERS",
+    "USER_RULES",
     "TraceError",
     "TraceJob",
+    "assign_users",
     "read_rumen",
     "read_sls",
     "read_swim",

@@ -24,14 +24,38 @@ A day-long trace from a 600- or 3,000-machine cluster is too large for a small s
 ``scale_down`` divides every submit time by ``time_scale`` and every byte size by ``size_scale``: every job
 by the same factor, so the shape of the job-size distribution (most jobs small, a heavy tail of large ones)
 and the ratios between jobs are kept. Task counts and durations that the trace records are kept as they are.
+
+Users (:func:`assign_users`)
+----------------------------
+SWIM traces record no users, and every job of an SLS or Rumen trace without one is the ``default`` user's.
+Policies with per-user shares (Fair's pools, LsPS) need users, so a scenario can give every job one of
+``count`` users, ``user-0`` ... ``user-<count-1>``, by one of two rules:
+
+* ``hash``: ``user-k`` with ``k = blake2b(job id, 8-byte digest) mod count`` (the digest read big-endian).
+  Independent of the job's size and stable across runs, machines and Python versions (unlike ``hash()``):
+  every user submits a sample of the whole job mix, and the users differ only by chance.
+* ``size``: ``user-k`` with ``k`` the job's band of map input bytes, ``user-0`` the smallest jobs. The band
+  edges are the ``i/count`` quantiles (``i = 1 .. count-1``) of the input bytes of the jobs given, by nearest
+  rank without interpolation (edge ``i`` = the input of the job at 0-based rank ``floor(i * n / count)`` in
+  ascending order); a job belongs to band ``k`` = the number of edges at or below its input. Each band holds
+  about ``n / count`` jobs; jobs of equal size always share a band, so when many jobs have one size (SWIM's
+  tiny jobs) a band can be empty and its user submits nothing. A band stands for a team whose jobs are alike
+  (interactive queries on a few kB, hourly ETL on GBs, daily batch on TBs), so the users differ in job size
+  as LsPS (seed 004) assumes.
+
+Both rules replace any user the trace records. Apply them to the whole trace, before
+:func:`scale_down`: dividing sizes keeps their order, and cutting to ``max_jobs`` then keeps each job's user.
 """
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Literal
 
 MIB = 1 << 20
 
@@ -122,6 +146,40 @@ def scale_down(
         )
         for j in ordered
     ]
+
+
+UserRule = Literal["hash", "size"]
+USER_RULES: tuple[UserRule, ...] = ("hash", "size")
+
+
+def hash_user_index(job_id: str, count: int) -> int:
+    """The ``hash`` rule: ``blake2b(job_id)`` (8-byte digest, big-endian) mod ``count``."""
+    digest = hashlib.blake2b(job_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count
+
+
+def size_band_edges(input_bytes: Iterable[int], count: int) -> list[int]:
+    """The ``size`` rule's ``count - 1`` band edges: the ``i/count`` nearest-rank quantiles of ``input_bytes``
+    (the value at 0-based rank ``floor(i * n / count)`` in ascending order). Empty when there are no sizes."""
+    ordered = sorted(input_bytes)
+    if not ordered:
+        return []
+    return [ordered[i * len(ordered) // count] for i in range(1, count)]
+
+
+def assign_users(jobs: Iterable[TraceJob], rule: UserRule, count: int) -> list[TraceJob]:
+    """``jobs`` in the same order, each given user ``user-<k>`` by ``rule`` (``hash`` or ``size``) among
+    ``count`` users; see this module's docstring."""
+    if count < 1:
+        raise ValueError("count must be at least 1")
+    listed = list(jobs)
+    if rule == "hash":
+        return [replace(j, user=f"user-{hash_user_index(j.id, count)}") for j in listed]
+    if rule == "size":
+        edges = size_band_edges((j.input_bytes for j in listed), count)
+        return [replace(j, user=f"user-{bisect.bisect_right(edges, j.input_bytes)}") for j in listed]
+    valid = ", ".join(repr(name) for name in USER_RULES)
+    raise ValueError(f"unknown user rule {rule!r}: valid rules are {valid}")
 
 
 def by_submit_time(jobs: list[TraceJob]) -> list[TraceJob]:

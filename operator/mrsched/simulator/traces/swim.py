@@ -17,7 +17,8 @@ Format: one job per line, tab-separated, no header, six columns:
 
 The trace has no task counts, durations, users or queues: :func:`read_swim` leaves ``maps``/``reduces`` as
 ``None`` for :func:`~mrsched.simulator.traces.common.task_counts` to derive from the bytes, and puts every
-job in the ``default`` queue of the ``default`` user. Blank lines are skipped.
+job in the ``default`` queue of the ``default`` user (a scenario's ``trace.users`` rule gives them users:
+:func:`~mrsched.simulator.traces.common.assign_users`). Blank lines are skipped.
 """
 
 from __future__ import annotations
