@@ -19,6 +19,8 @@ POLICIES = (
     "dara",
     "learning",
     "adaptive-slots",
+    "coupling",
+    "lsps",
     "oracle",
 )
 
