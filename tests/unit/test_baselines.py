@@ -146,3 +146,25 @@ def test_bad_policy_options_are_named() -> None:
         make_policy("fair", {"nodeLocalityDelayS": -1})
     with pytest.raises(PolicyConfigError, match="the oracle policy needs the true physics"):
         make_policy("oracle").schedule_round(snapshot(nodes(1), [job("j", 0)]), ["n0"])
+
+
+@pytest.mark.parametrize("name", ["fifo", "fair", "capacity"])
+def test_a_placement_the_node_could_not_admit_is_placed_again_at_once(name: str) -> None:
+    # The operator drops a placement whose pod does not fit the node's allocatable (a waiting reduce holds a
+    # CPU the slot count does not know of), and tells the policy the task is pending again. The task goes back
+    # to the front of its job's index, as Hadoop's failMap does: the next heartbeat places it, with no
+    # locality wait (the regression: it was found only by the off-rack scan, after both delays, per task).
+    policy = make_policy(name)
+    j = job("j", 0.0, maps=4, reduces=0)
+    ns = nodes(2, map_slots=1)
+    snap = snapshot(ns, [j], now=0.0)
+    first = policy.assign(snap, "n0")
+    assert [p.task.index for p in first] == [0]
+    policy.assign(snap, "n1")  # takes map 1; the index drops map 0 (running) from its queue
+    # Map 0 was never created: the next round sees it pending, and the owner announces it.
+    dropped = first[0].task
+    dropped.running, j.running_maps = False, j.running_maps - 1
+    policy.on_task_requeued(dropped)
+    snap = ClusterSnapshot(1.0, ns, {"n0": [], "n1": [a for a in snap.running["n1"]]}, [j])
+    again = policy.assign(snap, "n0")
+    assert [p.task.index for p in again] == [0], "the dropped map first, on the next heartbeat"

@@ -29,8 +29,9 @@ def locality(task: Task, node: Node, nodes: dict[str, Node]) -> Level:
 class MapIndex:
     """Pending maps of one job by node and by rack (Hadoop's nonRunningMapCache), with lazy removal.
 
-    A task that becomes pending again after a failed attempt is found through the full scan (call
-    :meth:`reset`), no longer through its node's and rack's queues.
+    A task that becomes pending again (a failed attempt, a placement its node could not admit) goes back to the
+    front of its queues (:meth:`requeue`), as Hadoop 1's ``JobInProgress.failMap`` puts a failed map back at the
+    head of the caches: it keeps its locality and is retried first.
     """
 
     def __init__(self, job: Job, nodes: dict[str, Node]) -> None:
@@ -49,6 +50,7 @@ class MapIndex:
             for rack in racks:
                 self.by_rack[rack].append(task)
         self._cursor = 0
+        self._nodes = nodes
 
     @staticmethod
     def _first_pending(tasks: deque[Task] | None) -> Task | None:
@@ -89,8 +91,18 @@ class MapIndex:
         """Some pending map has no replica information (generated input): it is local everywhere."""
         return self._first_pending(self.anywhere) is not None
 
-    def reset(self) -> None:
-        """Call after a task became pending again (a failed attempt), so that the scan finds it."""
+    def requeue(self, task: Task) -> None:
+        """``task`` is pending again: put it back at the front of its node's, rack's or the anywhere queue, and
+        let the full scan find it too. A copy still queued behind is dropped lazily once the task runs."""
+        if not task.replicas:
+            self.anywhere.appendleft(task)
+        racks = set()
+        for replica in task.replicas:
+            self.by_node[replica].appendleft(task)
+            if replica in self._nodes:
+                racks.add(self._nodes[replica].rack)
+        for rack in racks:
+            self.by_rack[rack].appendleft(task)
         self._cursor = 0
 
 

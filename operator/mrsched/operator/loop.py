@@ -377,9 +377,11 @@ class SchedulingLoop:
             placements = policy.schedule_round(snapshot, sorted(nodes))
             self.metrics.placement_seconds.labels(name).observe(time.perf_counter() - t0)
             self._policy_gauges(name, policy, live_metrics, nodes)
+            unfit = 0
             for placement in placements:
                 spec = specs[placement.task.job_id]
                 if not self._fits(placement, spec, usable, used):
+                    unfit += 1
                     continue
                 kind = placement.task.kind
                 state = next(s for s, _ in jobs if s.spec.uid == spec.uid)
@@ -397,6 +399,8 @@ class SchedulingLoop:
                     )
                 )
             stats.placed[name] = len(placements)
+            if unfit:  # pending again next round; the policy hears of it then (_core_job: on_task_requeued)
+                log.debug("%s: %d of %d placements did not fit their node", name, unfit, len(placements))
         creations += self._commits(active, usable, used, now)
         for created in self._pool.map(self._create, creations):
             stats.created += created

@@ -25,13 +25,14 @@ class SlotPolicy(Policy):
         self._indexes.pop(job.id, None)
 
     def on_task_finished(self, outcome: TaskOutcome) -> None:
-        """A failed attempt makes its task pending again: let the job's index find it."""
-        if not outcome.succeeded and outcome.task.job_id in self._indexes:
-            self._indexes[outcome.task.job_id].reset()
+        """A failed attempt makes its task pending again: back to the front of the job's index."""
+        task = outcome.task
+        if not outcome.succeeded and task.kind == "map" and task.job_id in self._indexes:
+            self._indexes[task.job_id].requeue(task)
 
     def on_task_requeued(self, task: Task) -> None:
         if task.kind == "map" and task.job_id in self._indexes:
-            self._indexes[task.job_id].reset()
+            self._indexes[task.job_id].requeue(task)
 
     def pick_map(
         self, job: Job, snapshot: ClusterSnapshot, node: str, max_level: Level = "off"
