@@ -128,6 +128,9 @@ def _run_operator(args: argparse.Namespace) -> int:
         probe_namespace=args.probe_namespace,
         probe_scale=args.probe_scale,
         probe_repeats=args.probe_repeats,
+        health_monitor=args.health_monitor,
+        taint_degraded_nodes=args.taint_degraded_nodes,
+        health_write_interval_s=args.health_write_interval_s,
     )
     run_operator(
         config,
@@ -295,6 +298,25 @@ def build_parser() -> argparse.ArgumentParser:
     run_op.add_argument("--probe-namespace", help="namespace of probe pods (default: the first watched)")
     run_op.add_argument("--probe-scale", type=float, help="multiplies every probe's work (default 1)")
     run_op.add_argument("--probe-repeats", type=int, help="runs of each probe kind per node (default 4)")
+    run_op.add_argument(
+        "--no-health-monitor",
+        dest="health_monitor",
+        action="store_const",
+        const=False,
+        help="do not watch probed nodes for soft faults (slowdowns in CPU or disk; docs/profiles.md)",
+    )
+    run_op.add_argument(
+        "--taint-degraded-nodes",
+        action="store_const",
+        const=True,
+        help="taint a node judged degraded mrsched.dev/degraded=<resource>:NoSchedule until it recovers",
+    )
+    run_op.add_argument(
+        "--health-write-interval",
+        dest="health_write_interval_s",
+        type=float,
+        help="seconds between writes of a node's health unless its verdict changes (default 60)",
+    )
     run_op.add_argument("--metrics-port", type=int, help="/metrics port (default 9090)")
     run_op.add_argument("--liveness-port", type=int, default=8080, help="/healthz port (default 8080)")
     run_op.add_argument("--bind-address", default=os.environ.get("MRSCHED_BIND_ADDRESS", "127.0.0.1"))

@@ -66,6 +66,16 @@ class OperatorConfig(BaseModel):
     #: Multiplies every probe's work (shorter probes on real nodes; capabilities stay in the same units).
     probe_scale: float = Field(1.0, gt=0, le=10)
     probe_repeats: int = Field(PROBE_REPEATS, ge=2, le=20)
+    #: Watch probed nodes for soft faults (seed 002 ch.5: a node slowing down in CPU or disk, judged from its
+    #: map tasks' durations): the NodeProfile's ``status.health`` and ``Degraded`` condition, Node Events and
+    #: the ``mrsched_node_slowdown`` / ``mrsched_node_degraded`` gauges (docs/profiles.md).
+    health_monitor: bool = True
+    #: Taint a node judged degraded ``mrsched.dev/degraded=<resource>:NoSchedule`` and untaint it once it
+    #: recovers (needs ``patch`` on nodes: the chart grants it only with this on).
+    taint_degraded_nodes: bool = False
+    #: A node's health is written to its NodeProfile at most once per this many seconds unless its verdict
+    #: changes (the monitor's learned state, to PolicyProfile ``node-health``, likewise).
+    health_write_interval_s: float = Field(60.0, ge=0)
 
     @property
     def probes_namespace(self) -> str:

@@ -22,6 +22,7 @@ from mrsched.operator.jobspec import API_GROUP, API_VERSION, KIND, PLURAL
 from mrsched.operator.pods import JOB_LABEL
 
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 #: Every list call bounds its server-side work; a hung API server cannot stall the loop for ever.
 REQUEST_TIMEOUT_S = 30
 
@@ -263,6 +264,17 @@ class ClusterApi:
         """A core/v1 Event about a Node, so that ``kubectl describe node`` shows it. The API server keeps
         Events of cluster-scoped objects in ``default`` (as the kubelet's own), and refuses them elsewhere."""
         self._event("default", {"apiVersion": "v1", "kind": "Node", "name": node}, kind, reason, message)
+
+    def set_node_taints(self, node: str, taints: list[dict[str, Any]], resource_version: str) -> None:
+        """Replace the Node's ``spec.taints`` with ``taints``, only if the Node is still at
+        ``resource_version`` (a JSON patch's ``test``): a taint someone else set or removed since the list is
+        never overwritten; the caller tries again from the next list. Needs ``patch`` on nodes
+        (``--taint-degraded-nodes``)."""
+        patch = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
+            {"op": "add", "path": "/spec/taints", "value": taints},
+        ]
+        _json(self.core.patch_node(node, patch, _preload_content=False, _content_type=JSON_PATCH))
 
     def _event(self, namespace: str, involved: dict[str, str], kind: str, reason: str, message: str) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -25,6 +25,7 @@ from mrsched.core.policy import Policy, registered
 from mrsched.operator import snapshot as snap
 from mrsched.operator import status as job_status
 from mrsched.operator.config import OperatorConfig
+from mrsched.operator.health import NodeHealthReporter, untolerated_degraded
 from mrsched.operator.jobstate import JobState, TaskState, parse_time
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.metrics import OperatorMetrics
@@ -80,6 +81,14 @@ class SchedulingLoop:
         self.healthy_at = 0.0
         self.profiles = ProfileStore(api, clock)
         self.prober = ProbeRunner(api, self.profiles, config)
+        self.health = NodeHealthReporter(
+            api,
+            self.profiles,
+            self.metrics,
+            enabled=config.health_monitor,
+            taint=config.taint_degraded_nodes,
+            interval_s=config.health_write_interval_s,
+        )
         self._profiles_loaded = False
         self._persist = True
 
@@ -121,7 +130,8 @@ class SchedulingLoop:
         now = self.clock()
         if not self._profiles_loaded:
             self._load_profiles()
-        nodes = [snap.read_node(n, self.config) for n in self.api.list_nodes()]
+        bodies_of_nodes = self.api.list_nodes()
+        nodes = [snap.read_node(n, self.config) for n in bodies_of_nodes]
         workers = {
             n.node.name: n for n in nodes if snap.selector_matches(self.config.node_selector, n.labels)
         }
@@ -151,6 +161,11 @@ class SchedulingLoop:
         self._learn(states, now)
         probing = self._probe(workers)
         usable = {name: info for name, info in usable.items() if name not in probing}
+        versions = {n["metadata"]["name"]: n["metadata"].get("resourceVersion", "") for n in bodies_of_nodes}
+        self.metrics.profile_writes.inc(self.health.publish(workers, versions, now, persist=self._persist))
+        if active:  # degraded-tainted nodes no job tolerates take no task: not offered to the policies
+            tainted = untolerated_degraded(usable, [state.spec.tolerations for _, state in active])
+            usable = {name: info for name, info in usable.items() if name not in tainted}
         self._place(active, usable, list(pods_by_name.values()), now, stats)
         self._save_profiles(workers)
         self._first_round = False
@@ -176,6 +191,11 @@ class SchedulingLoop:
                 err.reason,
             )
             self._persist = False
+        else:
+            try:
+                self.health.load()
+            except Exception as err:  # the monitor starts from scratch
+                log.warning("node health: cannot read its saved state: %s", err)
         self._profiles_loaded = True
 
     def _probe(self, workers: dict[str, snap.NodeInfo]) -> set[str]:
@@ -323,7 +343,9 @@ class SchedulingLoop:
                     self.metrics.tasks_finished.labels(task.kind, attempt.phase.lower()).inc()
                     if self._first_round:
                         continue  # learned before a restart; the policy's persisted state has it
-                    policy.on_task_finished(_outcome(job, task, attempt, now))
+                    outcome = _outcome(job, task, attempt, now)
+                    policy.on_task_finished(outcome)
+                    self.health.task_finished(spec.app, task.kind, outcome, now)
             if state.status.get("phase") in ("Succeeded", "Failed") and spec.uid not in self._finished_jobs:
                 self._finished_jobs.add(spec.uid)
                 policy.on_job_finished(job, now)

@@ -77,6 +77,19 @@ class OperatorMetrics:
             ["node", "type", "policy"],
             registry=r,
         )
+        self.node_slowdown = Gauge(
+            "mrsched_node_slowdown",
+            "Soft-fault monitor (seed 002 ch.5): a probed node's posterior mean time per unit of work over its "
+            "probed nominal (1: as probed; 2: twice as slow), by resource (cpu, disk)",
+            ["node", "resource"],
+            registry=r,
+        )
+        self.node_degraded = Gauge(
+            "mrsched_node_degraded",
+            "1 while the soft-fault monitor judges a node degraded in a resource (cpu, disk), else 0",
+            ["node", "resource"],
+            registry=r,
+        )
         self.job_starvation = Histogram(
             "mrsched_job_starvation_seconds",
             "Finished jobs' reduce starvation (seed 003 section III: mean delay of the reduces launched after the "
