@@ -36,9 +36,10 @@ from mrsched.core.metrics import LOAD_SAMPLE_S
 from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.physics import Fault, NodeCapability, NodeModel, TaskDemand, isolated_duration
 from mrsched.core.policy import Oracle, Policy
+from mrsched.simulator.detection import HealthRecorder
 from mrsched.simulator.metrics import SimulatedMetrics
 from mrsched.simulator.probes import probe_node
-from mrsched.simulator.scenario import ClusterSpec
+from mrsched.simulator.scenario import ClusterSpec, MonitorSpec
 
 _ARRIVAL, _HEARTBEAT, _PHYSICS, _LOAD_SAMPLE, _SCRAPE = 0, 1, 2, 3, 4
 
@@ -97,6 +98,7 @@ class Simulation:
         *,
         seed: int = 0,
         utilisation_every_s: float = 30.0,
+        monitor: MonitorSpec | None = None,
     ) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
@@ -129,6 +131,17 @@ class Simulation:
                 name: replace(node, probe=probe_node(name, self.capabilities[name], seed=seed))
                 for name, node in self.nodes.items()
             }
+        self.health: HealthRecorder | None = None
+        if monitor is not None and monitor.enabled:  # a soft-fault monitor beside the policy (detection.py)
+            self.health = HealthRecorder(
+                monitor,
+                {
+                    name: node.probe or probe_node(name, self.capabilities[name], seed=seed)
+                    for name, node in self.nodes.items()
+                },
+                {name: node.node_class for name, node in self.nodes.items()},
+            )
+        self._faults = list(cluster.faults)
         self.metrics = (
             SimulatedMetrics(cluster.metrics, self.nodes, self.models) if self.policy.needs_metrics else None
         )
@@ -265,7 +278,10 @@ class Simulation:
             self.started,
             self.failed_attempts,
             map_times={app: dict(by_class) for app, by_class in self.map_times.items()},
-            extra={"metrics_trace": self._metrics_trace()} if self.metrics is not None else {},
+            extra={
+                **({"metrics_trace": self._metrics_trace()} if self.metrics is not None else {}),
+                **({"detection": self.health.report(self._faults, now)} if self.health is not None else {}),
+            },
         )
 
     def _metrics_trace(self, every_s: float = 30.0) -> dict[str, list[tuple[float, float, float | None]]]:
@@ -394,9 +410,12 @@ class Simulation:
                 return
             return
         task.done = True
-        self.work_done += isolated_duration(self.noise_free_capabilities[node], run.demand)
+        work = isolated_duration(self.noise_free_capabilities[node], run.demand)
+        self.work_done += work
         if task.kind == "map":
             self.map_times[job.app][self.nodes[node].node_class].append(now - run.attempt.start_s)
+            if self.health is not None:
+                self.health.on_map(node, job.app, now - run.attempt.start_s, now, work)
             job.finished_maps += 1
             profile = application(job.app).map
             job.map_output_mb[node] = job.map_output_mb.get(node, 0.0) + profile.output(task.input_mb)

@@ -63,8 +63,9 @@ def markdown(summary: dict[str, Any]) -> str:
     failed = {n: p["failed_jobs"] for n, p in policies.items() if p["failed_jobs"]}
     if failed:
         lines += ["", "Failed jobs (over all seeds): " + ", ".join(f"{n} {c}" for n, c in failed.items())]
-    lines += _spread(policies) + _map_times(policies)
-    lines += ["", "Plots: `job_completion_cdf.png`, `utilisation.png`, `policies.png`.", ""]
+    lines += _spread(policies) + _map_times(policies) + _detection(policies)
+    extra = ", `throughput.png`" if any("detection" in p for p in policies.values()) else ""
+    lines += ["", f"Plots: `job_completion_cdf.png`, `utilisation.png`, `policies.png`{extra}.", ""]
     return "\n".join(lines)
 
 
@@ -112,6 +113,85 @@ def _map_times(policies: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _num(value: float | None, fmt: str = ".0f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _detection(policies: dict[str, dict[str, Any]]) -> list[str]:
+    """The health monitor's detection delay, suspected resource and false alarms, and the faulty node's
+    throughput before and after its fault (``mrsched.simulator.detection``)."""
+    rows = {n: p["detection"] for n, p in policies.items() if "detection" in p}
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## Soft-fault detection (health monitor)",
+        "",
+        "Detection delay: first Degraded verdict of the fault's node at or after the fault's start, minus the "
+        "start (mean over the seeds that detected it; per seed, `-` = missed). Resource: seeds whose first "
+        "Degraded verdict names the fault's resource (cpu-hog, lost-cores → cpu; disk-hog → disk). False "
+        "alarms: onsets of a Degraded verdict on a node with no active fault (per run, mean; total over seeds) "
+        "and node-seconds Degraded without an active fault (per run, mean).",
+        "",
+        "| policy | fault | detected | mean delay (s) | delay per seed (s) | suspected per seed | resource right "
+        "| false alarms / run | total | degraded node-s / run |",
+        "|---|---|---:|---:|---|---|---:|---:|---:|---:|",
+    ]
+    for name, d in rows.items():
+        fa = f"{d['false_alarms_mean']:.1f} | {d['false_alarms_total']} | {d['false_alarm_node_s_mean']:.0f}"
+        if not d["faults"]:
+            lines.append(f"| {name} | none | - | - | - | - | - | {fa} |")
+        for f in d["faults"]:
+            per_seed = ", ".join(_num(x) for x in f["delays_s"])
+            lines.append(
+                f"| {name} | {f['kind']} on {f['node']} from {f['start_s']:.0f} s | {f['detected_seeds']}/{f['seeds']} "
+                f"| {_num(f['mean_delay_s'])} | {per_seed} | {', '.join(f['suspected'])} "
+                f"| {f['resource_right_seeds']}/{f['seeds']} | {fa} |"
+            )
+    if any(d["throughput"] for d in rows.values()):
+        lines += [
+            "",
+            "Throughput of the fault's node and of its same-class peers (per node), mean over the whole windows "
+            "before the fault and after it (to the fault's end or the run's last map): maps per minute, and "
+            "Eq 4.4 work (isolated task-seconds completed per second).",
+            "",
+            "| policy | node | maps/min before | after | peers' maps/min before | after | work/s before | after |",
+            "|---|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for name, d in rows.items():
+            for t in d["throughput"]:
+                lines.append(
+                    f"| {name} | {t['node']} | {_num(t['maps_per_min_before'], '.2f')} "
+                    f"| {_num(t['maps_per_min_after'], '.2f')} | {_num(t['peers_maps_per_min_before'], '.2f')} "
+                    f"| {_num(t['peers_maps_per_min_after'], '.2f')} | {_num(t['work_per_s_before'], '.2f')} "
+                    f"| {_num(t['work_per_s_after'], '.2f')} |"
+                )
+    return lines
+
+
+def _throughput_plot(first_seed: dict[str, SimulationResult], out: Path) -> None:
+    """Maps per minute per node over time (first seed), with the verdict onsets of the health monitor."""
+    runs = {n: r.extra["detection"] for n, r in first_seed.items() if "detection" in r.extra}
+    if not runs:
+        return
+    fig, axes = plt.subplots(len(runs), 1, figsize=(8, 2.4 * len(runs)), sharex=True, squeeze=False)
+    for ax, (name, det) in zip(axes[:, 0], runs.items(), strict=True):
+        width = det["series_window_s"]
+        for node, series in det["series"].items():
+            xs = [(k + 0.5) * width for k in range(len(series["maps_per_min"]))]
+            (line,) = ax.plot(xs, series["maps_per_min"], linewidth=0.8, label=node)
+            for t, degraded, _ in det["timeline"].get(node, []):
+                ax.axvline(t, color=line.get_color(), linestyle=":" if degraded else "-", linewidth=0.6)
+        for f in det["faults"]:
+            ax.axvline(f["start_s"], color="black", linestyle="--", linewidth=1.0)
+        ax.set(ylabel="maps / min", title=f"{name} (dashed: fault; dotted: Degraded verdict)")
+    axes[-1, 0].set_xlabel("time (s)")
+    axes[0, 0].legend(fontsize=6, ncol=4)
+    fig.tight_layout()
+    fig.savefig(out / "throughput.png", dpi=110)
+    plt.close(fig)
+
+
 def plots(summary: dict[str, Any], first_seed: dict[str, SimulationResult], out: Path) -> None:
     policies: dict[str, dict[str, Any]] = summary["policies"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -157,6 +237,7 @@ def plots(summary: dict[str, Any], first_seed: dict[str, SimulationResult], out:
     fig.tight_layout()
     fig.savefig(out / "policies.png", dpi=110)
     plt.close(fig)
+    _throughput_plot(first_seed, out)
 
 
 def write_report(summary: dict[str, Any], first_seed: dict[str, SimulationResult], out: Path) -> None:

@@ -16,6 +16,7 @@ from mrsched.core.model import Job
 from mrsched.core.physics import isolated_duration
 from mrsched.core.policy import Oracle
 from mrsched.policies import make_policy
+from mrsched.simulator.detection import summarise_detection
 from mrsched.simulator.engine import Simulation, SimulationResult
 from mrsched.simulator.scenario import Scenario, policy_name
 from mrsched.simulator.workload import build_jobs
@@ -143,6 +144,7 @@ def summarise(result: SimulationResult) -> dict[str, Any]:
         "failed_attempts": result.tasks_failed,
         "tasks_started": result.tasks_started,
         "events": result.events,
+        **({"detection": result.extra["detection"]} if "detection" in result.extra else {}),
         "jobs": [
             {
                 "id": j.id,
@@ -239,7 +241,7 @@ def run_scenario(
                     policy.load_state(load_state[name])
                 return policy
 
-            sim = Simulation(scenario.cluster_for(name), jobs, factory, seed=seed)
+            sim = Simulation(scenario.cluster_for(name), jobs, factory, seed=seed, monitor=scenario.monitor)
             if name == policies[0]:
                 bounds.append(lower_bound(sim, jobs))  # before the run: it needs the jobs untouched
             result = sim.run()
@@ -281,4 +283,8 @@ def run_scenario(
             "failed_jobs": sum(r["failed_jobs"] for r in runs),
             "jobs": first["jobs"],
         }
+        if "detection" in first:
+            out["policies"][name]["detection"] = summarise_detection([r["detection"] for r in runs])
+            for r in out["policies"][name]["per_seed"][1:]:  # the first seed's series and timeline suffice
+                r["detection"] = {k: v for k, v in r["detection"].items() if k not in ("series", "timeline")}
     return out, {name: results[0] for name, results in raw.items()}

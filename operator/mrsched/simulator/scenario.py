@@ -85,6 +85,29 @@ class MetricsSpec(_Strict):
     outages: list[OutageSpec] = Field(default_factory=list)
 
 
+class MonitorSpec(_Strict):
+    """A soft-fault health monitor beside the policy (``mrsched.simulator.detection``; seed 002 §5.3): every node
+    probed before time 0, every successful map's duration fed to ``SlowdownMonitor.observe``, its verdicts
+    recorded and measured (detection delay, false alarms, per-node throughput). Off by default."""
+
+    enabled: bool = False
+    #: Width of the per-node throughput windows (maps per minute, Eq 4.4 work per second).
+    window_s: float = Field(60.0, alias="windowS", gt=0)
+    #: ``MonitorConfig`` fields to override (thresholds, priors), by their Python names.
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_options(self) -> MonitorSpec:
+        if self.options:  # an unknown or invalid option fails here, naming it
+            from mrsched.policies.slowdown import MonitorConfig
+
+            try:
+                MonitorConfig(**self.options)
+            except TypeError as err:
+                raise ValueError(f"monitor.options: {err}") from None
+        return self
+
+
 class ClusterSpec(_Strict):
     nodes: list[NodeGroup] = Field(min_length=1)
     faults: list[FaultSpec] = Field(default_factory=list)
@@ -184,6 +207,8 @@ class Scenario(_Strict):
     #: Table V runs Fair with 2-7 fixed map slots against one adaptive run).
     cluster_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="clusterOverrides")
     seeds: list[int] = Field(default_factory=lambda: [1])
+    #: A soft-fault health monitor running beside every policy (off unless ``enabled``).
+    monitor: MonitorSpec = Field(default_factory=MonitorSpec)
     base_dir: Path = Field(Path("."), exclude=True)
 
     def options_for(self, label: str) -> dict[str, Any] | None:
