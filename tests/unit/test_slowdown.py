@@ -315,3 +315,36 @@ def test_config_rejects_unknown_and_invalid_options() -> None:
             MonitorConfig(**bad)
     with pytest.raises(ValueError):
         SlowdownMonitor().observe("n", "x", 1.0, 0.0, gamma_c=0.0, gamma_d=1.0, omega_s=0.0, sigma_s=1.0)
+
+
+# --- what placement sees: Node.slowdown ------------------------------------------------------------------------
+
+
+def test_a_degraded_nodes_slowdown_reaches_the_policies_and_a_healthy_one_stays_none() -> None:
+    rng = np.random.default_rng(11)
+    monitor = SlowdownMonitor(MonitorConfig(known_profiles=APPS))
+    _feed(monitor, (0.1, 0.33), range(0, 60), rng)
+    assert monitor.slowdown("n") is None  # healthy: its noise never reaches placement
+    _feed(monitor, (0.1, 0.66), range(60, 100), rng)
+    factor_c, factor_d = monitor.slowdown("n") or (0.0, 0.0)
+    # Only the degraded resource moves: disk at about 0.66 / 0.33 = 2× its nominal, CPU left at 1.
+    assert factor_c == 1.0 and factor_d == pytest.approx(2.0, rel=0.15)
+    assert monitor.slowdown("never-seen") is None
+
+
+def test_throughput_divides_a_degraded_nodes_probed_kappa_by_its_slowdown() -> None:
+    from mrsched.core.model import ClusterSnapshot, Node
+    from mrsched.core.probes import Capability, slowed
+    from mrsched.policies.throughput import Throughput
+
+    probe = Capability(kappa_c=7.5, kappa_d=2.5, omega_s=5.3, sigma_s=1.0)
+    assert slowed(probe, None) is probe
+    assert slowed(probe, (1.0, 2.0)) == Capability(7.5, 1.25, 5.3, 1.0)
+    nodes = {
+        "healthy": Node("healthy", 2, 4096, probe=probe),
+        "slow-disk": Node("slow-disk", 2, 4096, probe=probe, slowdown=(1.0, 2.0)),
+    }
+    snapshot = ClusterSnapshot(0.0, nodes, {n: [] for n in nodes}, [])
+    policy = Throughput()
+    assert policy.capability(snapshot, "healthy") == probe
+    assert policy.capability(snapshot, "slow-disk") == Capability(7.5, 1.25, 5.3, 1.0)

@@ -30,6 +30,9 @@ class Node:
     reduce_slots: int = 2  # ... and reduce.tasks.maximum
     #: κ, Ω, σ measured by probe tasks (seed 002 P3-A), when a probing policy asked for them; else None.
     probe: Capability | None = None
+    #: The soft-fault monitor's slowdown of the node over its probed nominal, (CPU, disk), while it judges the
+    #: node degraded (seed 002 ch.5; 1.0 for a resource not degraded); None when healthy or not monitored.
+    slowdown: tuple[float, float] | None = None
 
     def slots(self, kind: TaskType) -> int:
         return self.map_slots if kind == "map" else self.reduce_slots

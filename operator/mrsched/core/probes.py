@@ -67,6 +67,20 @@ class Capability:
         return 1.0 / (self.sigma_s * self.sigma_s)
 
 
+def slowed(capability: Capability, slowdown: tuple[float, float] | None) -> Capability:
+    """The capability a node has now: its probed κc, κd divided by the soft-fault monitor's slowdown factors
+    (γ = 1/κ multiplies, seed 002 Eq 5.10), Ω and σ unchanged. No slowdown: the capability itself."""
+    if slowdown is None:
+        return capability
+    factor_c, factor_d = slowdown
+    return Capability(
+        capability.kappa_c / max(factor_c, 1e-9),
+        capability.kappa_d / max(factor_d, 1e-9),
+        capability.omega_s,
+        capability.sigma_s,
+    )
+
+
 def probe_work(kind: ProbeKind, scale: float = 1.0) -> tuple[float, float]:
     """(θc, θd) of a probe kind in reference seconds; ``scale`` shrinks or grows all of it (a real node's
     probes may be made shorter; Eq 3.5 then uses the scaled θ)."""

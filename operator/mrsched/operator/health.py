@@ -283,6 +283,10 @@ class NodeHealthReporter:
             if (health := self.monitor.health(node)) is not None:
                 self._gauges(health)
 
+    def slowdown(self, node: str) -> tuple[float, float] | None:
+        """The slowdown factors the policies see for ``node`` (``Node.slowdown``) while it is judged degraded."""
+        return self.monitor.slowdown(node) if self.enabled else None
+
     # observations -----------------------------------------------------------------------------------------
 
     def task_finished(self, app: str, kind: str, outcome: TaskOutcome, now: float) -> bool:

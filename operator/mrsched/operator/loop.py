@@ -385,7 +385,10 @@ class SchedulingLoop:
         used = snap.requested([*self.api.list_other_pods_on(), *task_pods]) if usable else {}
         creations: list[dict[str, Any]] = []
         nodes: dict[str, Node] = {
-            name: replace(info.node, probe=self.profiles.capability(name)) for name, info in usable.items()
+            name: replace(
+                info.node, probe=self.profiles.capability(name), slowdown=self.health.slowdown(name)
+            )
+            for name, info in usable.items()
         }
         for name in sorted(by_policy, key=lambda n: n == KUBE_DEFAULT):
             jobs = by_policy[name]

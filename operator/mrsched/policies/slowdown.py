@@ -518,6 +518,20 @@ class SlowdownMonitor:
         rise = entry.belief.mean / entry.belief.nominal
         return tuple(sorted(found, key=lambda res: -float(rise[RESOURCES.index(res)])))
 
+    def slowdown(self, node: str) -> tuple[float, float] | None:
+        """What a policy should believe of a degraded node (``Node.slowdown``): for each resource it is judged
+        degraded in, the posterior mean γ̄_r over its nominal; 1.0 for the others. None while it is healthy
+        (or never observed): a healthy node's noise never reaches placement."""
+        entry = self._nodes.get(node)
+        if entry is None or not entry.degraded:
+            return None
+        rise = entry.belief.mean / entry.belief.nominal
+        c, d = (
+            max(1.0, float(rise[r])) if resource in entry.degraded else 1.0
+            for r, resource in enumerate(RESOURCES)
+        )
+        return (c, d)
+
     def health(self, node: str) -> NodeHealth | None:
         """The node's current belief and verdict; None for a node never observed."""
         entry = self._nodes.get(node)

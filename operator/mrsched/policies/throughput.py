@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mrsched.core.locality import LEVEL_RANK
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.policy import PolicyConfig, register
-from mrsched.core.probes import Capability, estimate_overhead, estimate_rates
+from mrsched.core.probes import Capability, estimate_overhead, estimate_rates, slowed
 from mrsched.policies.fifo import fifo_order
 from mrsched.policies.slots import SlotPolicy
 
@@ -260,9 +260,12 @@ class Throughput(SlotPolicy):
     # --- knowledge ----------------------------------------------------------------------------------------
 
     def capability(self, snapshot: ClusterSnapshot, node: str) -> Capability | None:
-        """The node's capability: configured by its name or class, else probed."""
+        """The node's capability: configured by its name or class, else probed; slowed down by the factors of
+        the soft-fault monitor while it judges the node degraded (seed 002 ch.5 feeding ch.3's model: a node
+        whose disk slowed gets fewer disk-heavy tasks, and its tasks' durations teach θ with the κ it has)."""
         n = snapshot.nodes[node]
-        return self._capability_of(node, n.node_class, n.probe)
+        cap = self._capability_of(node, n.node_class, n.probe)
+        return slowed(cap, n.slowdown) if cap is not None else None
 
     def _capability_of(self, node: str, node_class: str, probe: Capability | None) -> Capability | None:
         option = self.cfg.capabilities.get(node)
@@ -434,6 +437,8 @@ class Throughput(SlotPolicy):
         cap = self._capability_of(
             outcome.node, known.node_class if known else "", known.probe if known else None
         )
+        if cap is not None and known is not None:  # a degraded node's task taught with the κ it ran at
+            cap = slowed(cap, known.slowdown)
         app = self._apps.get(task.job_id)
         if cap is None or app is None:
             return

@@ -99,6 +99,7 @@ class Simulation:
         seed: int = 0,
         utilisation_every_s: float = 30.0,
         monitor: MonitorSpec | None = None,
+        feedback: bool = False,
     ) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
@@ -142,6 +143,7 @@ class Simulation:
                 {name: node.node_class for name, node in self.nodes.items()},
             )
         self._faults = list(cluster.faults)
+        self._feedback = feedback and self.health is not None  # the policy sees the verdicts (Node.slowdown)
         self.metrics = (
             SimulatedMetrics(cluster.metrics, self.nodes, self.models) if self.policy.needs_metrics else None
         )
@@ -416,6 +418,12 @@ class Simulation:
             self.map_times[job.app][self.nodes[node].node_class].append(now - run.attempt.start_s)
             if self.health is not None:
                 self.health.on_map(node, job.app, now - run.attempt.start_s, now, work)
+                if (
+                    self._feedback
+                ):  # the policy sees the verdict (Node.slowdown), as the operator's policies do
+                    slowdown = self.health.monitor.slowdown(node)
+                    if slowdown != self.nodes[node].slowdown:
+                        self.nodes[node] = replace(self.nodes[node], slowdown=slowdown)
             job.finished_maps += 1
             profile = application(job.app).map
             job.map_output_mb[node] = job.map_output_mb.get(node, 0.0) + profile.output(task.input_mb)

@@ -241,7 +241,15 @@ def run_scenario(
                     policy.load_state(load_state[name])
                 return policy
 
-            sim = Simulation(scenario.cluster_for(name), jobs, factory, seed=seed, monitor=scenario.monitor)
+            monitor = scenario.monitor
+            sim = Simulation(
+                scenario.cluster_for(name),
+                jobs,
+                factory,
+                seed=seed,
+                monitor=monitor,
+                feedback=monitor is not None and name in monitor.feedback,
+            )
             if name == policies[0]:
                 bounds.append(lower_bound(sim, jobs))  # before the run: it needs the jobs untouched
             result = sim.run()

@@ -91,6 +91,11 @@ class MonitorSpec(_Strict):
     recorded and measured (detection delay, false alarms, per-node throughput). Off by default."""
 
     enabled: bool = False
+    #: Policy entries (labels in ``policies``) that see the verdict: a node judged degraded carries the
+    #: monitor's slowdown factors in their snapshots (``Node.slowdown``), which ``throughput`` divides its probed
+    #: κ by ("throughput with detection"), as in the operator. Other entries keep their static beliefs; the
+    #: monitor only watches them.
+    feedback: list[str] = Field(default_factory=list)
     #: Width of the per-node throughput windows (maps per minute, Eq 4.4 work per second).
     window_s: float = Field(60.0, alias="windowS", gt=0)
     #: ``MonitorConfig`` fields to override (thresholds, priors), by their Python names.
@@ -242,6 +247,10 @@ def load_scenario(path: Path | str) -> Scenario:
             if label not in scenario.policies:
                 raise ScenarioError(f"{path}: clusterOverrides names {label!r}, which is not in policies")
             scenario.cluster_for(label)
+        if scenario.monitor is not None:
+            for label in scenario.monitor.feedback:
+                if label not in scenario.policies:
+                    raise ScenarioError(f"{path}: monitor.feedback names {label!r}, which is not in policies")
         if scenario.workload.trace:
             application(scenario.workload.trace.app)
     except (ValidationError, CatalogError, yaml.YAMLError) as err:
