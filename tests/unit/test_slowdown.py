@@ -13,6 +13,15 @@ import pytest
 
 from mrsched.policies.slowdown import AppBelief, MonitorConfig, NodeHealth, SlowdownBelief, SlowdownMonitor
 
+#: The thesis's update as printed, for the hand-computed cases: σ the probe's, V_low uncapped, no γ floor (the
+#: defaults add three readings of ours, tested on their own below).
+LITERAL: dict[str, Any] = {
+    "relative_sd": 0.0,
+    "relative_sd_rate": 0.0,
+    "cap_drift": False,
+    "gamma_floor": 0.0,
+}
+
 # Two apps with known profiles: one CPU-heavy, one disk-heavy (θ in reference seconds).
 PROFILES = {"cpu": (10.0, 1.0), "disk": (1.0, 10.0)}
 
@@ -67,7 +76,7 @@ def test_predict_adds_the_variance_to_each_diagonal_element() -> None:
 def test_the_monitor_subtracts_omega_and_updates_gamma_with_the_apps_theta() -> None:
     # Nominal γ = (1, 1); relative prior 0.5·nominal² → Σ0 = 0.5 I; V_low = 0 so that the hand numbers above hold.
     cfg = MonitorConfig(
-        prior_var=0.5, v_low=0.0, known_profiles={"a": (1.0, 1.0), "b": (2.0, 0.0)}, known_sd=1e-6
+        **LITERAL, prior_var=0.5, v_low=0.0, known_profiles={"a": (1.0, 1.0), "b": (2.0, 0.0)}, known_sd=1e-6
     )
     monitor = SlowdownMonitor(cfg)
     nominal: dict[str, Any] = {"gamma_c": 1.0, "gamma_d": 1.0, "omega_s": 40.0, "sigma_s": 1.0}
@@ -101,7 +110,7 @@ def test_app_theta_starts_uninformative_tube_then_ellipse() -> None:
 
 
 def test_gamma_waits_for_a_learned_theta_and_learns_it_on_heterogeneous_nodes() -> None:
-    monitor = SlowdownMonitor(MonitorConfig())
+    monitor = SlowdownMonitor(MonitorConfig(**LITERAL))
     old: dict[str, Any] = {"gamma_c": 1.0, "gamma_d": 1.0, "omega_s": 45.0, "sigma_s": 1.0}
     new: dict[str, Any] = {"gamma_c": 0.1, "gamma_d": 0.5, "omega_s": 5.0, "sigma_s": 0.5}
     monitor.observe("old", "wc", 45.0 + 15.0, 1.0, **old)  # θ = (5, 10)
@@ -149,7 +158,7 @@ def test_information_gain_prefers_the_uncertain_direction() -> None:
 
 def _regime(detector_k: float) -> list[tuple[float, float, int]]:
     """40 noise-free tasks at nominal γ = (1, 1), alternating a CPU- and a disk-heavy app, then γd steps to 2."""
-    monitor = SlowdownMonitor(MonitorConfig(detector_k=detector_k, known_profiles=PROFILES))
+    monitor = SlowdownMonitor(MonitorConfig(**LITERAL, detector_k=detector_k, known_profiles=PROFILES))
     nominal: dict[str, Any] = {"gamma_c": 1.0, "gamma_d": 1.0, "omega_s": 0.0, "sigma_s": 1.0}
     t = 0.0
     for gamma_d, count in ((1.0, 40), (2.0, 6)):
@@ -209,7 +218,7 @@ def _feed(
 
 def test_a_cpu_hog_flags_cpu_and_clears_after_recovery() -> None:
     rng = np.random.default_rng(7)
-    monitor = SlowdownMonitor(MonitorConfig(known_profiles=APPS))
+    monitor = SlowdownMonitor(MonitorConfig(**LITERAL, known_profiles=APPS))
     healthy = _feed(monitor, (0.1, 0.33), range(0, 60), rng)
     assert all(h.degraded == () for _, h, _ in healthy)
     hogged = _feed(monitor, (0.2, 0.33), range(60, 100), rng)  # γc doubled
@@ -234,7 +243,7 @@ def test_a_cpu_hog_flags_cpu_and_clears_after_recovery() -> None:
 
 def test_a_disk_hog_flags_disk() -> None:
     rng = np.random.default_rng(11)
-    monitor = SlowdownMonitor(MonitorConfig(known_profiles=APPS))
+    monitor = SlowdownMonitor(MonitorConfig(**LITERAL, known_profiles=APPS))
     _feed(monitor, (0.1, 0.33), range(0, 60), rng)
     hogged = _feed(monitor, (0.1, 0.66), range(60, 100), rng)
     assert all(h.degraded in ((), ("disk",)) for _, h, _ in hogged)
@@ -245,7 +254,7 @@ def test_a_disk_hog_flags_disk() -> None:
 
 def test_a_healthy_noisy_node_raises_no_false_alarm() -> None:
     rng = np.random.default_rng(3)
-    monitor = SlowdownMonitor(MonitorConfig(known_profiles=APPS))
+    monitor = SlowdownMonitor(MonitorConfig(**LITERAL, known_profiles=APPS))
     run = _feed(monitor, (0.1, 0.33), range(0, 800), rng)
     assert not any(changed for _, _, changed in run)
     final = run[-1][1]
@@ -254,7 +263,7 @@ def test_a_healthy_noisy_node_raises_no_false_alarm() -> None:
 
 
 def test_no_verdict_before_min_updates() -> None:
-    monitor = SlowdownMonitor(MonitorConfig(known_profiles=APPS, min_updates=5))
+    monitor = SlowdownMonitor(MonitorConfig(**LITERAL, known_profiles=APPS, min_updates=5))
     nominal: dict[str, Any] = {**NEW, "sigma_s": 0.01}
     for k in range(5):  # a tenfold CPU slowdown, but only four tasks until the fifth
         theta = APPS["pi" if k % 2 == 0 else "dfsio"]
@@ -270,12 +279,12 @@ def test_no_verdict_before_min_updates() -> None:
 
 def test_state_round_trip_through_json() -> None:
     rng = np.random.default_rng(5)
-    monitor = SlowdownMonitor(MonitorConfig(known_profiles=APPS))
+    monitor = SlowdownMonitor(MonitorConfig(**LITERAL, known_profiles=APPS))
     _feed(monitor, (0.1, 0.33), range(0, 30), rng)
     _feed(monitor, (0.2, 0.33), range(30, 60), rng)
     monitor.observe("other", "wordcount", 12.0, 61.0, gamma_c=1.0, gamma_d=1.0, omega_s=2.0, sigma_s=1.0)
     saved = json.loads(json.dumps(monitor.state()))
-    restored = SlowdownMonitor(MonitorConfig(known_profiles=APPS))
+    restored = SlowdownMonitor(MonitorConfig(**LITERAL, known_profiles=APPS))
     restored.load_state(saved)
     assert restored.nodes() == monitor.nodes() == ["n", "other"] and restored.apps() == monitor.apps()
     assert restored.health("n") == monitor.health("n") and restored.health("other") == monitor.health("other")
@@ -322,7 +331,7 @@ def test_config_rejects_unknown_and_invalid_options() -> None:
 
 def test_a_degraded_nodes_slowdown_reaches_the_policies_and_a_healthy_one_stays_none() -> None:
     rng = np.random.default_rng(11)
-    monitor = SlowdownMonitor(MonitorConfig(known_profiles=APPS))
+    monitor = SlowdownMonitor(MonitorConfig(**LITERAL, known_profiles=APPS))
     _feed(monitor, (0.1, 0.33), range(0, 60), rng)
     assert monitor.slowdown("n") is None  # healthy: its noise never reaches placement
     _feed(monitor, (0.1, 0.66), range(60, 100), rng)
@@ -348,3 +357,60 @@ def test_throughput_divides_a_degraded_nodes_probed_kappa_by_its_slowdown() -> N
     policy = Throughput()
     assert policy.capability(snapshot, "healthy") == probe
     assert policy.capability(snapshot, "slow-disk") == Capability(7.5, 1.25, 5.3, 1.0)
+
+
+# --- our readings: task noise in proportion, drift capped, θ not taught by a degraded node ---------------------
+
+
+def test_noise_in_proportion_to_the_work_keeps_contention_swings_from_raising_alarms() -> None:
+    # A healthy node whose disk-heavy maps take 0.6× or 1.6× their profile's disk work at random (alone on the
+    # disk or sharing it; the profile, learned cluster-wide, holds the average): with the probe's σ alone (0.5 s)
+    # every swing is an outlier, the detector fires and V_high moves the belief to the last swing; the learned
+    # ρ absorbs them.
+    rng = np.random.default_rng(5)
+
+    def run(cfg: MonitorConfig) -> tuple[int, float]:
+        monitor = SlowdownMonitor(cfg)
+        alarms = 0
+        for k in range(300):
+            app = "pi" if k % 3 == 0 else "dfsio"
+            theta = APPS[app]
+            share = 1.0 if app == "pi" else (0.6 if rng.random() < 0.5 else 1.6)
+            duration = theta[0] * 0.1 + theta[1] * 0.33 * share + NEW["omega_s"] + rng.normal(0.0, 0.5)
+            health, changed = monitor.observe("n", app, duration, float(k), **{**NEW, "sigma_s": 0.5})
+            alarms += changed and bool(health.degraded)
+        rel_sd = math.sqrt(monitor.state()["nodes"]["n"]["rel_var"])
+        return alarms, rel_sd
+
+    literal_alarms, _ = run(MonitorConfig(**LITERAL, known_profiles=APPS))
+    alarms, rel_sd = run(MonitorConfig(known_profiles=APPS))
+    assert literal_alarms >= 1  # the thesis's update with the probe's σ raises alarms on a healthy node
+    assert alarms == 0 and 0.2 < rel_sd < 0.8  # the learned spread of a 0.6×/1.6× swing
+
+
+def test_v_low_drift_never_takes_a_variance_above_the_priors() -> None:
+    # Only disk-heavy maps for a long time: γc is observed weakly, and its variance would grow by V_low per task.
+    monitor = SlowdownMonitor(MonitorConfig(known_profiles={"io": (0.0, 10.0)}))
+    for k in range(500):
+        monitor.observe("n", "io", 10.0 * 0.33 + NEW["omega_s"], float(k), **NEW)
+    belief = monitor.belief("n")
+    assert belief is not None
+    prior_sd_c = math.sqrt(0.04) * NEW["gamma_c"]  # prior_var 0.04 × nominal²
+    assert belief.sd[0] <= prior_sd_c + 1e-12 and belief.mean[0] == pytest.approx(NEW["gamma_c"])
+    uncapped = SlowdownMonitor(MonitorConfig(known_profiles={"io": (0.0, 10.0)}, cap_drift=False))
+    for k in range(500):
+        uncapped.observe("n", "io", 10.0 * 0.33 + NEW["omega_s"], float(k), **NEW)
+    grown = uncapped.belief("n")
+    assert grown is not None and grown.sd[0] > 3 * prior_sd_c  # √(0.04 + 500 × 0.001) ≈ 0.73 vs 0.2 relative
+
+
+def test_a_degraded_nodes_tasks_do_not_teach_the_apps_profile() -> None:
+    rng = np.random.default_rng(11)
+    monitor = SlowdownMonitor(MonitorConfig(known_profiles=APPS))
+    _feed(monitor, (0.1, 0.33), range(0, 60), rng)
+    _feed(monitor, (0.1, 0.99), range(60, 100), rng)  # a disk three times slower: degraded
+    health = monitor.health("n")
+    assert health is not None and health.degraded == ("disk",)
+    before = monitor.app_belief("new-app").to_dict()
+    monitor.observe("n", "new-app", 50.0, 101.0, **NEW)
+    assert monitor.app_belief("new-app").to_dict() == before  # nothing learned from the slowed node

@@ -273,6 +273,24 @@ class MonitorConfig:
     theta_max_rel_sd: float = 0.5
     #: Floor of σ (s): a noise-free probe would make one observation's weight 1/σ² infinite.
     min_sigma_s: float = 0.01
+    #: Cap of the V_low drift [R]: a V_low step never takes a component's variance above the prior's. A node
+    #: that runs one application for a long time observes γ along one direction only (θ̄ of that app); without
+    #: the cap the other direction's variance grows without bound and, through the posterior's correlation, its
+    #: mean wanders (seen in simulation: γc negative and γd at 5× nominal on a healthy node after 300 J_IO maps,
+    #: a false alarm). V_high steps (m = 1) are not capped: forgetting is their purpose.
+    cap_drift: bool = True
+    #: Task noise [R] (σ_j is unstated, digest §5.1.3): ``σ² = σ_probe² + ρ_j² ŷ²`` with ŷ = θ̄·γ̄ the predicted
+    #: work. Production maps vary with what shares the node (two J_IO maps on one disk take twice as long as
+    #: one), far beyond a probe's σ, and in proportion to their length; with the probe's σ alone every such
+    #: swing fired the change detector and V_high moved the belief to it (false alarms in simulation). ρ_j
+    #: starts at ``relative_sd`` and is learned per node as an exponentially weighted mean of the squared
+    #: relative residuals (y − ŷ)/ŷ of the tasks the detector did not flag (weight ``relative_sd_rate``), so a
+    #: fault's outliers do not widen it.
+    relative_sd: float = 0.1
+    relative_sd_rate: float = 0.05
+    #: Floor of the γ means as a fraction of nominal [R]: a slowdown is positive, and a node cannot have become
+    #: much faster than its probes; the projection keeps the θ updates' features physical.
+    gamma_floor: float = 0.1
     #: Multiplier of the probed σ (the thesis leaves σ_j unstated). The probes' σ is the spread of long probe
     #: runs; production maps are often shorter, with less absolute noise, so a value below 1 can be justified
     #: per cluster. 1 = the probed σ as given.
@@ -292,6 +310,14 @@ class MonitorConfig:
             )
         if self.v_high < self.v_low:
             raise ValueError("v_high must be at least v_low")
+        if (
+            self.relative_sd < 0.0
+            or not 0.0 <= self.relative_sd_rate <= 1.0
+            or not 0.0 <= self.gamma_floor < 1.0
+        ):
+            raise ValueError(
+                "relative_sd ≥ 0, relative_sd_rate in [0, 1] and gamma_floor in [0, 1) are required"
+            )
         if self.detector_k <= 0.0 or not 1 <= self.detector_n <= self.detector_window:
             raise ValueError("detector_k must be positive and 1 ≤ detector_n ≤ detector_window")
         if self.delta < 0.0:
@@ -343,10 +369,12 @@ class _Node:
     degraded: tuple[str, ...] = ()
     since: float | None = None
     last_seen: float | None = None
+    rel_var: float = 0.01  # ρ_j², the node's relative task-noise variance (MonitorConfig.relative_sd)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             **self.belief.to_dict(),
+            "rel_var": self.rel_var,
             "omega_s": self.omega_s,
             "sigma_s": self.sigma_s,
             "observations": self.observations,
@@ -368,6 +396,7 @@ class _Node:
             belief=SlowdownBelief.from_dict(saved),
             omega_s=float(saved["omega_s"]),
             sigma_s=float(saved["sigma_s"]),
+            rel_var=float(saved.get("rel_var", 0.01)),
             observations=int(saved["observations"]),
             updates=int(saved["updates"]),
             recent=[bool(x) for x in saved.get("recent", [])],
@@ -437,7 +466,12 @@ class SlowdownMonitor:
             return entry
         # New node, or re-probed with a different nominal: the probe is a new baseline (P5-C), start over.
         cfg = self.config
-        fresh = _Node(SlowdownBelief.prior(nominal, cfg.prior_var * cfg.scale(nominal)), omega_s, sigma_s)
+        fresh = _Node(
+            SlowdownBelief.prior(nominal, cfg.prior_var * cfg.scale(nominal)),
+            omega_s,
+            sigma_s,
+            rel_var=cfg.relative_sd**2,
+        )
         self._nodes[node] = fresh
         return fresh
 
@@ -468,11 +502,20 @@ class SlowdownMonitor:
         belief = entry.belief
         y = float(duration_s) - float(omega_s)  # subtract Ω of the node that ran the task (Eq 5.10, I5-3)
 
-        # 2a: the app's θ, with this node's current γ means as coefficients.
-        app_belief = self.app_belief(app)
-        app_belief.update(belief.mean, y, sigma)
+        prior_theta = self.usable_theta(app)
+        expected = (
+            float(prior_theta @ belief.mean) if prior_theta is not None else abs(y)
+        )  # ŷ, the task's predicted work
+        probe_sigma = sigma
+        sigma = math.sqrt(sigma * sigma + entry.rel_var * expected * expected)
 
-        # 2b: the node's γ, with the app's θ means as coefficients.
+        # 2a: the app's θ, with this node's current γ means as coefficients; not from a node judged degraded
+        #     [R]: its slowdown would be learned into the app's profile and blamed on every healthy node.
+        app_belief = self.app_belief(app)
+        if not entry.degraded:
+            app_belief.update(belief.mean, y, sigma)
+
+        # 2b: the node's γ, with the app's θ means (after 2a) as coefficients.
         theta = self.usable_theta(app)
         if theta is not None:
             scale = cfg.scale(belief.nominal)
@@ -483,12 +526,19 @@ class SlowdownMonitor:
                 variance += float(belief.mean @ theta_cov @ belief.mean)
             z = abs(y - predicted) / math.sqrt(variance)
             entry.recent = [*entry.recent, z > cfg.detector_k][-cfg.detector_window :]
+            if z <= cfg.detector_k and expected > probe_sigma:  # an inlier teaches the node's ρ_j
+                relative = (y - expected) / expected
+                entry.rel_var += cfg.relative_sd_rate * (relative * relative - entry.rel_var)
             change = sum(entry.recent) >= cfg.detector_n
             if change:  # m = 1: forget old evidence (Eq 6.8) and start counting afresh
                 entry.recent = []
                 entry.changes += 1
-            belief.predict((cfg.v_high if change else cfg.v_low) * scale)
+            step = (cfg.v_high if change else cfg.v_low) * scale
+            if cfg.cap_drift and not change:
+                step = np.clip(cfg.prior_var * scale - np.diag(belief.covariance), 0.0, step)
+            belief.predict(step)
             belief.update(theta, y, sigma)
+            belief.mean = np.maximum(belief.mean, cfg.gamma_floor * belief.nominal)
             entry.updates += 1
         entry.observations += 1
         entry.last_seen = now
