@@ -40,6 +40,11 @@ def health(kube: Kube, node: str) -> dict[str, Any]:
     return dict(json.loads(found.stdout).get("status") or {}) if found.returncode == 0 else {}
 
 
+def verdict(kube: Kube, node: str) -> list[str]:
+    """The node's published verdict; [] also for a node with no observed map yet (no ``status.health``)."""
+    return list((health(kube, node).get("health") or {}).get("degraded") or [])
+
+
 def degraded_condition(status: dict[str, Any]) -> dict[str, Any]:
     return next((c for c in status.get("conditions") or [] if c.get("type") == "Degraded"), {})
 
@@ -94,7 +99,7 @@ def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
 
         before = wait_for(watched, 240, "20 of the target's maps observed", 1.0)
         print("before the fault:", {k: before.get(k) for k in ("gammaC", "gammaD", "nominalC", "nominalD")})
-        assert before["degraded"] == [] and all(health(kube, n)["health"]["degraded"] == [] for n in nodes)
+        assert before["degraded"] == [] and all(verdict(kube, n) == [] for n in nodes)
 
         # The chaos hook: four extra streams writing to the target's disk from now on.
         emulator.client.add_fault(target, "disk-hog", intensity=4.0)
@@ -121,7 +126,7 @@ def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
         assert condition["reason"] == "DiskSlowdown" and status["health"]["degraded"] == ["disk"]
         assert status["health"]["gammaD"] > 1.5 * status["health"]["nominalD"]
         assert "γd" in condition["message"]
-        assert all(health(kube, n)["health"]["degraded"] == [] for n in nodes if n != target)
+        assert all(verdict(kube, n) == [] for n in nodes if n != target)
         wait_for(lambda: "NodeDegraded" in node_events(kube, target), 30, "a NodeDegraded Event on the Node")
         assert gauge(operator, "mrsched_node_degraded", node=target, resource="disk") == 1.0
         assert gauge(operator, "mrsched_node_degraded", node=target, resource="cpu") == 0.0
@@ -135,7 +140,7 @@ def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
             1.0,
         )
         print("cleared:", cleared)
-        assert cleared["reason"] == "Healthy" and health(kube, target)["health"]["degraded"] == []
+        assert cleared["reason"] == "Healthy" and verdict(kube, target) == []
         wait_for(
             lambda: "NodeRecovered" in node_events(kube, target), 30, "a NodeRecovered Event on the Node"
         )

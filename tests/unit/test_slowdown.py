@@ -13,13 +13,15 @@ import pytest
 
 from mrsched.policies.slowdown import AppBelief, MonitorConfig, NodeHealth, SlowdownBelief, SlowdownMonitor
 
-#: The thesis's update as printed, for the hand-computed cases: σ the probe's, V_low uncapped, no γ floor (the
-#: defaults add three readings of ours, tested on their own below).
+#: The thesis's update as printed, for the hand-computed cases: σ the probe's, V_low uncapped, no γ floor, no
+#: peer check, a verdict at the first update that finds it (the defaults add readings of ours, tested below).
 LITERAL: dict[str, Any] = {
     "relative_sd": 0.0,
     "relative_sd_rate": 0.0,
     "cap_drift": False,
     "gamma_floor": 0.0,
+    "peer_check": False,
+    "confirm_updates": 1,
 }
 
 # Two apps with known profiles: one CPU-heavy, one disk-heavy (θ in reference seconds).
@@ -414,3 +416,58 @@ def test_a_degraded_nodes_tasks_do_not_teach_the_apps_profile() -> None:
     before = monitor.app_belief("new-app").to_dict()
     monitor.observe("n", "new-app", 50.0, 101.0, **NEW)
     assert monitor.app_belief("new-app").to_dict() == before  # nothing learned from the slowed node
+
+
+def test_maps_of_different_split_sizes_teach_different_profiles() -> None:
+    from mrsched.policies.slowdown import profile_key
+
+    assert profile_key("pi", 0.0) == "pi"
+    assert profile_key("wordcount", 128.0) == profile_key("wordcount", 150.0) == "wordcount/128MB"
+    assert (
+        profile_key("wordcount", 40.0) == "wordcount/32MB"
+        and profile_key("wordcount", 0.2) == "wordcount/<1MB"
+    )
+
+
+def test_a_slowdown_shared_by_the_nodes_peers_is_load_not_a_fault() -> None:
+    # Three nodes of the same hardware: all twice as slow in CPU (a busy hour) → none flagged; one of them alone
+    # twice as slow → flagged.
+    def run(slow: dict[str, float]) -> dict[str, tuple[str, ...]]:
+        rng = np.random.default_rng(3)
+        monitor = SlowdownMonitor(MonitorConfig(known_profiles=APPS))
+        for k in range(300):
+            node = ("a", "b", "c")[k % 3]
+            app = "pi" if (k // 3) % 2 == 0 else "dfsio"
+            theta = APPS[app]
+            factor = slow.get(node, 1.0) if k >= 150 else 1.0
+            duration = theta[0] * 0.1 * factor + theta[1] * 0.33 + NEW["omega_s"] + rng.normal(0.0, 0.3)
+            monitor.observe(node, app, duration, float(k), **NEW)
+        return {n: (h.degraded if (h := monitor.health(n)) else ()) for n in "abc"}
+
+    assert run({"a": 2.0, "b": 2.0, "c": 2.0}) == {"a": (), "b": (), "c": ()}
+    assert run({"a": 2.0}) == {"a": ("cpu",), "b": (), "c": ()}
+
+
+def test_a_new_verdict_waits_for_confirmation_and_peers_are_the_callers_class() -> None:
+    rng = np.random.default_rng(11)
+    monitor = SlowdownMonitor(MonitorConfig(known_profiles=APPS, confirm_updates=3, peer_check=False))
+    _feed(monitor, (0.1, 0.33), range(0, 60), rng)
+    hogged = _feed(monitor, (0.1, 0.99), range(60, 100), rng)
+    first_found = next(k for k, h, _ in hogged if h.degraded)
+    # The literal rule (confirm_updates 1) on the same data flags it two updates earlier.
+    literal = SlowdownMonitor(MonitorConfig(known_profiles=APPS, confirm_updates=1, peer_check=False))
+    rng = np.random.default_rng(11)
+    _feed(literal, (0.1, 0.33), range(0, 60), rng)
+    literal_first = next(k for k, h, _ in _feed(literal, (0.1, 0.99), range(60, 100), rng) if h.degraded)
+    assert first_found == literal_first + 2
+
+    # Peers by class: two nodes of similar nominal γ but different classes are not each other's peers.
+    peers = SlowdownMonitor(MonitorConfig(known_profiles=APPS))
+    for k in range(40):
+        for node, group in (("a", "two-core"), ("b", "two-core"), ("c", "four-core")):
+            peers.observe(node, "pi", 20 * 0.1 + 0.33 + 5.3, float(k), **NEW, group=group)
+    entry_a = peers._nodes["a"]
+    peers._nodes["b"].belief.mean = peers._nodes["b"].belief.nominal * 2.0  # b slowed: a's peer median rises
+    peers._nodes["c"].belief.mean = peers._nodes["c"].belief.nominal * 5.0  # c is not a's peer
+    rise = peers._peer_rise(entry_a)
+    assert rise is not None and rise == pytest.approx([2.0, 2.0])

@@ -35,7 +35,7 @@ from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.profiles import ProfileStore, utc_stamp
 from mrsched.operator.snapshot import NodeInfo, tolerates
-from mrsched.policies.slowdown import MonitorConfig, NodeHealth, SlowdownMonitor
+from mrsched.policies.slowdown import MonitorConfig, NodeHealth, SlowdownMonitor, profile_key
 
 log = logging.getLogger("mrsched.health")
 
@@ -301,13 +301,14 @@ class NodeHealthReporter:
             nominal = nominal_of(capability)
             health, _ = self.monitor.observe(
                 outcome.node,
-                app,
+                profile_key(app, outcome.task.input_mb),
                 outcome.duration_s,
                 outcome.finish_s,
                 gamma_c=nominal["gamma_c"],
                 gamma_d=nominal["gamma_d"],
                 omega_s=nominal["omega_s"],
                 sigma_s=nominal["sigma_s"],
+                group=str((self.profiles.nodes.get(outcome.node) or {}).get("nodeClass") or ""),
             )
         except Exception as err:  # never fail a round over one observation
             log.warning("%s: node health could not observe a map of %s: %s", outcome.node, app, err)

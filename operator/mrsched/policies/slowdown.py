@@ -68,6 +68,19 @@ def _upper_tail(threshold: float, mean: float, sd: float) -> float:
     return 0.5 * math.erfc((threshold - mean) / (sd * math.sqrt(2.0)))
 
 
+def profile_key(app: str, input_mb: float) -> str:
+    """The θ profile a map's duration teaches [R]: a map's work grows with its input split (Table 3.2's θ is for
+    one split size), so maps of one application with different split sizes (a SWIM job's last split, jobs of
+    different sizes) get a profile per power-of-two split size, ``wordcount/128MB``; maps without input (Pi)
+    one per application. One profile for all of them made every short split look like a faster node and every
+    full one a slower node: 68 false alarms over a fault-free SWIM day in simulation."""
+    if input_mb <= 0.0:
+        return app
+    if input_mb < 1.0:  # a split of under a megabyte is all overhead Ω: one profile for them all
+        return f"{app}/<1MB"
+    return f"{app}/{2.0 ** round(math.log2(input_mb)):g}MB"
+
+
 # --- the node's belief over γ --------------------------------------------------------------------------------
 
 
@@ -291,6 +304,18 @@ class MonitorConfig:
     #: Floor of the γ means as a fraction of nominal [R]: a slowdown is positive, and a node cannot have become
     #: much faster than its probes; the projection keeps the θ updates' features physical.
     gamma_floor: float = 0.1
+    #: Peer check [R]: γ absorbs load as well as faults (digest §5.1.3 [D]: the thesis's "nominal" curves rise
+    #: while its jobs run). A fault is one node's; a load burst slows every node of the same hardware at once.
+    #: So a node is Degraded in r only if its rise γ̄_r/nominal_r is also at least (1 + δ) times the median rise
+    #: of its peers (nodes whose nominal γ is within ``peer_tolerance`` of its own in both resources; at least
+    #: one), and stays so while it is at least (1 + δ/2) times. Without peers the check is skipped. Seen in
+    #: simulation: 8 nodes of one class flagged together during a busy hour of a fault-free SWIM day.
+    peer_check: bool = True
+    peer_tolerance: float = 0.25
+    #: Consecutive γ updates that must find a resource newly degraded before the verdict says so [R]: a
+    #: load burst reaches a node's peers a few tasks later than the node itself, and the peer check can only
+    #: see it once it has (a fault-free SWIM day's busy hour flagged the first nodes to see it).
+    confirm_updates: int = 3
     #: Multiplier of the probed σ (the thesis leaves σ_j unstated). The probes' σ is the spread of long probe
     #: runs; production maps are often shorter, with less absolute noise, so a value below 1 can be justified
     #: per cluster. 1 = the probed σ as given.
@@ -365,6 +390,10 @@ class _Node:
     observations: int = 0  # tasks observed on the node
     updates: int = 0  # γ updates applied (tasks whose app had a usable θ̄)
     recent: list[bool] = field(default_factory=list)  # detector exceedances of the last updates, newest last
+    group: str = ""  # the node's hardware class, when the caller knows it (its peers share it)
+    pending: int = (
+        0  # consecutive γ updates that found a resource newly degraded (MonitorConfig.confirm_updates)
+    )
     changes: int = 0  # times the detector fired (m = 1)
     degraded: tuple[str, ...] = ()
     since: float | None = None
@@ -486,9 +515,11 @@ class SlowdownMonitor:
         gamma_d: float,
         omega_s: float,
         sigma_s: float,
+        group: str = "",
     ) -> tuple[NodeHealth, bool]:
         """One finished map of ``app`` on ``node`` that took ``duration_s``, at time ``now``, given the node's
-        probed nominal γc, γd (= 1/κ), Ω and σ. Returns the node's health and whether its verdict changed.
+        probed nominal γc, γd (= 1/κ), Ω and σ, and its hardware class ``group`` if known (its peers, for the
+        peer check). Returns the node's health and whether its verdict changed.
 
         Alg 5.3.1 for this task: (2a) θ of the app ← update with feature γ̄ of the node, y = T − Ω (Ω of this
         node, I5-3); (2b) γ of the node ← random walk (V_low, or V_high if the change detector fires), then
@@ -500,6 +531,7 @@ class SlowdownMonitor:
         sigma = max(float(sigma_s) * cfg.sigma_scale, cfg.min_sigma_s)
         entry = self._node(node, np.array([gamma_c, gamma_d], dtype=np.float64), float(omega_s), sigma)
         belief = entry.belief
+        entry.group = group
         y = float(duration_s) - float(omega_s)  # subtract Ω of the node that ran the task (Eq 5.10, I5-3)
 
         prior_theta = self.usable_theta(app)
@@ -544,7 +576,16 @@ class SlowdownMonitor:
         entry.last_seen = now
 
         before = entry.degraded
-        entry.degraded = self._verdict(entry)
+        found = self._verdict(entry)
+        # A resource newly found degraded is confirmed only after ``confirm_updates`` consecutive γ updates find
+        # it so; clearing is immediate.
+        new = set(found) - set(before)
+        entry.pending = entry.pending + 1 if new and theta is not None else (entry.pending if new else 0)
+        if new and entry.pending < self.config.confirm_updates:
+            found = tuple(r for r in found if r in before)
+        elif new:
+            entry.pending = 0
+        entry.degraded = found
         changed = entry.degraded != before
         if changed:
             entry.since = now
@@ -566,7 +607,36 @@ class SlowdownMonitor:
             if p[r] >= threshold:
                 found.append(resource)
         rise = entry.belief.mean / entry.belief.nominal
+        peers = self._peer_rise(entry) if cfg.peer_check and found else None
+        if peers is not None:
+            found = [
+                res
+                for res in found
+                if rise[RESOURCES.index(res)]
+                >= (1.0 + (cfg.delta / 2 if res in entry.degraded else cfg.delta))
+                * peers[RESOURCES.index(res)]
+            ]
         return tuple(sorted(found, key=lambda res: -float(rise[RESOURCES.index(res)])))
+
+    def _peer_rise(self, entry: _Node) -> Vector | None:
+        """The median rise γ̄/nominal, per resource, of the node's peers (its hardware class when known, else
+        nodes whose nominal γ is within ``peer_tolerance`` of its own; observed enough to judge), floored at 1;
+        None without peers. Nominal γ alone cannot tell a 2-core node from a 4-core one of similar speed."""
+        tolerance = self.config.peer_tolerance
+
+        def peer(other: _Node) -> bool:
+            if entry.group and other.group:
+                return other.group == entry.group
+            return bool(np.all(np.abs(other.belief.nominal / entry.belief.nominal - 1.0) <= tolerance))
+
+        rises = [
+            other.belief.mean / other.belief.nominal
+            for other in self._nodes.values()
+            if other is not entry and other.updates >= self.config.min_updates and peer(other)
+        ]
+        if not rises:
+            return None
+        return np.maximum(np.median(np.array(rises), axis=0), 1.0)
 
     def slowdown(self, node: str) -> tuple[float, float] | None:
         """What a policy should believe of a degraded node (``Node.slowdown``): for each resource it is judged

@@ -183,6 +183,7 @@ class HealthRecorder:
             gamma_d=1.0 / nominal.kappa_d,
             omega_s=nominal.omega_s,
             sigma_s=nominal.sigma_s,
+            group=self.node_class.get(node, ""),
         )
         if changed:
             self.timelines[node].append(Verdict(now, tuple(health.degraded), health.evidence))

@@ -36,6 +36,7 @@ from mrsched.core.metrics import LOAD_SAMPLE_S
 from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.physics import Fault, NodeCapability, NodeModel, TaskDemand, isolated_duration
 from mrsched.core.policy import Oracle, Policy
+from mrsched.policies.slowdown import profile_key
 from mrsched.simulator.detection import HealthRecorder
 from mrsched.simulator.metrics import SimulatedMetrics
 from mrsched.simulator.probes import probe_node
@@ -417,7 +418,9 @@ class Simulation:
         if task.kind == "map":
             self.map_times[job.app][self.nodes[node].node_class].append(now - run.attempt.start_s)
             if self.health is not None:
-                self.health.on_map(node, job.app, now - run.attempt.start_s, now, work)
+                self.health.on_map(
+                    node, profile_key(job.app, task.input_mb), now - run.attempt.start_s, now, work
+                )
                 if (
                     self._feedback
                 ):  # the policy sees the verdict (Node.slowdown), as the operator's policies do
