@@ -15,6 +15,7 @@ from mrsched.policies import (
     capacity,  # noqa: F401
     coupling,  # noqa: F401
     dara,  # noqa: F401
+    diagnosis,  # noqa: F401
     fair,  # noqa: F401
     fifo,  # noqa: F401
     kube_default,  # noqa: F401

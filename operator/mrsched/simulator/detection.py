@@ -231,6 +231,9 @@ class HealthRecorder:
             "windows_after": len(after),
             "maps_per_min_before": rate([fault.node], before, "maps"),
             "maps_per_min_after": rate([fault.node], after, "maps"),
+            # The second half of the windows after: where a scheduler that adapts has settled (Fig 6.2's
+            # recovered level), past the drain of the tasks it had started before the fault.
+            "maps_per_min_settled": rate([fault.node], after[len(after) // 2 :], "maps"),
             "work_per_s_before": rate([fault.node], before, "work_s"),
             "work_per_s_after": rate([fault.node], after, "work_s"),
             "peers": len(peers),
