@@ -87,6 +87,7 @@ def test_x_star_shrinks_on_a_node_believed_slower_and_freeze_keeps_the_prior() -
     policy = _policy()
     policy.fitted_classes = {"c"}
     policy.belief("slowed").mean = np.array([6.0, 1.0])
+    policy.belief("slowed").observations = 10  # a learned belief (a prior one is DARA's point estimate)
     policy.compute_optimal(nodes, ["j"])
     # Alone on a node, τ(x) = λx/(λ + K s_c x²) peaks at x = sqrt(λ/(K s_c)), K = c α_c = 0.1:
     # sqrt(20/0.1) ≈ 14 at s_c = 1, sqrt(20/0.6) ≈ 6 at s_c = 6 (Monte Carlo over the belief: ±1).

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from mrsched.core.model import Explanation, Node, Placement, Task, TaskOutcome
+from mrsched.core.model import ClusterSnapshot, Explanation, Node, Placement, Task, TaskOutcome
 from mrsched.core.policy import register
 from mrsched.policies.dara import (
     Dara,
@@ -191,6 +191,8 @@ class Diagnosis(Dara):
         self.dcfg: DiagnosisConfig = self.config  # type: ignore[assignment]
         self.beliefs: dict[str, NodeBelief] = {}
         self._rng = np.random.default_rng(self.seed)
+        self._changed: set[str] = set()  # nodes whose belief changed since their x* was computed
+        self._computed: dict[str, tuple[Any, tuple[int, ...]]] = {}  # node -> (inputs, x*) last computed
 
     def belief(self, node: str) -> NodeBelief:
         found = self.beliefs.get(node)
@@ -237,43 +239,63 @@ class Diagnosis(Dara):
         b.observations += 1
         moved = b.computed_at is None or float(np.max(np.abs(b.mean - b.computed_at))) > cfg.recompute_shift
         if change or moved:
-            self._stale = True
+            self._changed.add(node)
         return True
 
     # --- policy search (§6.1.3) ----------------------------------------------------------------------
 
     def compute_optimal(self, snapshot_nodes: dict[str, Node], apps: list[str]) -> None:
-        """x* per node under its belief (module docstring); nodes still at their prior with β = 0 share
-        DARA's per-class result."""
+        """x* per node under its belief (module docstring). A node whose belief has not moved by more than
+        ``recomputeShift`` since its x* was computed for the same applications keeps it (DARA recomputes every
+        node on each refit); a frozen or never-observed belief is the prior's point estimate, DARA's x*."""
+        self.optimal = {}
+        for name, node in snapshot_nodes.items():
+            if node.node_class in self.fitted_classes:
+                self._optimal_for(name, node, apps)
+
+    def _optimal_for(self, name: str, node: Node, apps: list[str]) -> None:
         known = [a for a in apps if a in self.profiles and a in self.fit.lam]
         lam = np.array([self.fit.lam[a] for a in known], dtype=np.float64)
         c = np.array([self.profiles[a].cpu_s for a in known], dtype=np.float64)
         d = np.array([self.profiles[a].io_mb for a in known], dtype=np.float64)
         mem = np.array([self.profiles[a].memory_mb for a in known], dtype=np.float64)
-        noise = np.maximum(self.dcfg.sigma_scale * lam, 1e-3) ** 2
-        self.optimal = {}
-        for name, node in snapshot_nodes.items():
-            cls = node.node_class
-            if cls not in self.fitted_classes:
-                continue
-            alpha_c, alpha_d = self.fit.alpha.get(cls) or self.offline[cls]
-            b = self.belief(name)
+        alpha_c, alpha_d = self.fit.alpha.get(node.node_class) or self.offline[node.node_class]
+        b = self.belief(name)
+        key = (tuple(known), tuple(np.round(lam, 6)), alpha_c, alpha_d, node.memory_mb)
+        cached = self._computed.get(name)
+        moved = (
+            b.computed_at is None or float(np.max(np.abs(b.mean - b.computed_at))) > self.dcfg.recompute_shift
+        )
+        if cached is not None and cached[0] == key and not moved:
+            x = cached[1]
+        else:
+            prior = optimal_assignment(
+                lam,
+                c,
+                d,
+                mem,
+                alpha_c,
+                alpha_d,
+                node.memory_mb,
+                bound_factor=self.dcfg.bound_factor,
+                max_per_app=self.dcfg.max_per_app,
+            )
+            if self.dcfg.freeze or b.observations == 0:
+                x = prior
+            else:
+                noise = np.maximum(self.dcfg.sigma_scale * lam, 1e-3) ** 2
+                ceiling = prior if self.dcfg.cap_at_prior else None
+                x = self._argmax(lam, c, d, mem, alpha_c, alpha_d, node.memory_mb, b, noise, ceiling)
             b.computed_at = b.mean.copy()
-            ceiling = None
-            if self.dcfg.cap_at_prior:
-                ceiling = optimal_assignment(
-                    lam,
-                    c,
-                    d,
-                    mem,
-                    alpha_c,
-                    alpha_d,
-                    node.memory_mb,
-                    bound_factor=self.dcfg.bound_factor,
-                    max_per_app=self.dcfg.max_per_app,
-                )
-            x = self._argmax(lam, c, d, mem, alpha_c, alpha_d, node.memory_mb, b, noise, ceiling)
-            self.optimal[name] = {a: 0 for a in apps} | dict(zip(known, x, strict=True))
+            self._computed[name] = (key, x)
+        self.optimal[name] = {a: 0 for a in apps} | dict(zip(known, x, strict=True))
+
+    def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
+        """DARA's, after recomputing x* of this node alone if its belief changed (§6.1.1: on a state change)."""
+        if node in self._changed and node in self.optimal and node in snapshot.nodes:
+            self._changed.discard(node)
+            self._optimal_for(node, snapshot.nodes[node], list(self._members))
+        return super().assign(snapshot, node)
 
     def _argmax(
         self,
