@@ -146,3 +146,5 @@ def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
         )
     finally:
         operator.stop()
+        # AppProfiles are cluster-wide: leave no learned Pi or J_IO to later tests that learn them from scratch.
+        kube.kubectl("delete", "appprofiles", "pi", "jio", "--ignore-not-found")

@@ -91,6 +91,9 @@ def _time(text: str) -> float:
 @pytest.fixture
 def nodes(kube: Kube, emulate: EmulateFactory) -> list[str]:
     apply_crds(kube)
+    # The applications are learned from scratch here: AppProfiles are cluster-wide, and an earlier test's
+    # operator may have learned Pi or J_IO already (before the operator starts, which reads them once).
+    kube.kubectl("delete", "appprofiles", "pi", "jio", "--ignore-not-found")
     handle = emulate({"gupta-old": 2, "gupta-new-2core": 2}, time_scale=TIME_SCALE)
     return list(handle.nodes)
 
