@@ -130,6 +130,7 @@ def _run_operator(args: argparse.Namespace) -> int:
         probe_repeats=args.probe_repeats,
         health_monitor=args.health_monitor,
         taint_degraded_nodes=args.taint_degraded_nodes,
+        degraded_canary_interval_s=args.degraded_canary_interval_s,
         health_write_interval_s=args.health_write_interval_s,
     )
     run_operator(
@@ -310,6 +311,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_const",
         const=True,
         help="taint a node judged degraded mrsched.dev/degraded=<resource>:NoSchedule until it recovers",
+    )
+    run_op.add_argument(
+        "--degraded-canary-interval",
+        dest="degraded_canary_interval_s",
+        type=float,
+        help="with --taint-degraded-nodes: seconds between canary maps on a tainted node, which show whether it "
+        "recovered (default 30; 0: none)",
     )
     run_op.add_argument(
         "--health-write-interval",

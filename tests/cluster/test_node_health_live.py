@@ -1,7 +1,9 @@
 """Soft-fault detection on the live control plane (seed 002 ch.5): one emulated node's disk slows down mid-run
 through the emulator's chaos hook; the operator, from its map tasks' durations alone, marks that node
-``Degraded`` in disk (not CPU) on its NodeProfile, with an Event on the Node and the metrics, and the
-condition clears once the fault is gone.
+``Degraded`` in disk (not CPU) on its NodeProfile, with an Event on the Node and the metrics; with
+``--taint-degraded-nodes`` it taints the node, so that the jobs' maps (J_IO's disk-heavy ones among them) go to
+the other nodes but for one canary map at a time; and once the fault is gone, the canaries' durations clear the
+condition and the taint is lifted.
 
 The setting is bench/scenarios/gupta-ch5-live-disk-hog.yaml (one old and two new machines of Table 3.1, Pi and
 J_IO together under ``throughput``, a disk hog of intensity 4): the simulated detection delays committed in
@@ -14,16 +16,21 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mrsched.operator.health import TAINT_KEY
+from mrsched.operator.pods import PLACEMENT_ANNOTATION as PLACEMENT
 from tests.cluster.test_metric_policies_live import gauge, node_events
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube, wait_for
-from tests.operatorhelpers import apply, apply_crds, job_manifest, start_operator
+from tests.operatorhelpers import apply, apply_crds, job_manifest, start_operator, task_pods
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = "gupta-ch5-live-disk-hog"
 TIME_SCALE = 10.0  # model seconds per wall second, as tests/cluster/test_throughput_live.py
 TASKS = {"map": {"cpu": "1", "memory": "512Mi"}, "reduce": {"cpu": "1", "memory": "512Mi"}}
 MB = 2**20
+CANARY_INTERVAL_S = 2.0  # wall seconds between canary maps on the tainted node (--degraded-canary-interval)
+SHOWN = ("gammaC", "gammaD", "pDegradedC", "pDegradedD", "observations", "degraded")
+TAINTED_WINDOW_S = 40.0  # wall seconds watched while the node is tainted and still slow
 
 
 def simulated_delays_s() -> list[float]:
@@ -49,6 +56,23 @@ def degraded_condition(status: dict[str, Any]) -> dict[str, Any]:
     return next((c for c in status.get("conditions") or [] if c.get("type") == "Degraded"), {})
 
 
+def started_on(kube: Kube, namespace: str) -> dict[str, tuple[str, str, str]]:
+    """Every task pod of the two jobs: name -> (job, node, placement reason)."""
+    out = {}
+    for job in ("jio", "pi"):
+        for pod in task_pods(kube, namespace, job):
+            reason = json.loads(pod["metadata"].get("annotations", {}).get(PLACEMENT, "{}")).get("reason", "")
+            out[pod["metadata"]["name"]] = (job, pod["spec"].get("nodeName") or "", reason)
+    return out
+
+
+def degraded_taint(kube: Kube, node: str) -> str | None:
+    body = kube.node(node) or {}
+    return next(
+        (t.get("value") for t in body.get("spec", {}).get("taints") or [] if t.get("key") == TAINT_KEY), None
+    )
+
+
 def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
     kube: Kube, namespace: str, tmp_path: Path, emulate: EmulateFactory
 ) -> None:
@@ -61,7 +85,15 @@ def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
         namespace,
         tmp_path / "logs",
         policy="throughput",
-        extra=("--probe-repeats", "3", "--health-write-interval", "1"),
+        extra=(
+            "--probe-repeats",
+            "3",
+            "--health-write-interval",
+            "1",
+            "--taint-degraded-nodes",
+            "--degraded-canary-interval",
+            str(CANARY_INTERVAL_S),
+        ),
     )
     try:
         wait_for(
@@ -102,18 +134,27 @@ def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
         assert before["degraded"] == [] and all(verdict(kube, n) == [] for n in nodes)
 
         # The chaos hook: four extra streams writing to the target's disk from now on.
+        healthy = started_on(kube, namespace)
         emulator.client.add_fault(target, "disk-hog", intensity=4.0)
         hogged_at = time.time()
         slowest = max(simulated_delays_s())
         # Wall seconds: twice the slowest simulated seed's delay (the live run has had less healthy history to
         # learn its noise from than the simulation's 600 s).
         bound_s = 2 * slowest / TIME_SCALE
-        condition = wait_for(
-            lambda: (c := degraded_condition(health(kube, target))).get("status") == "True" and c,
-            bound_s + 30,
-            "the target judged degraded",
-            1.0,
-        )
+        seen: list[float] = []
+
+        def judged_degraded() -> dict[str, Any] | None:
+            status = health(kube, target)
+            if (
+                time.time() - (seen[-1] if seen else hogged_at) >= 15
+            ):  # the belief's course, in the test's log
+                seen.append(time.time())
+                found = status.get("health") or {}
+                print(f"{seen[-1] - hogged_at:.0f} s after the hog:", {k: found.get(k) for k in SHOWN})
+            condition = degraded_condition(status)
+            return condition if condition.get("status") == "True" else None
+
+        condition = wait_for(judged_degraded, bound_s + 30, "the target judged degraded", 1.0)
         delay_s = time.time() - hogged_at
         status = health(kube, target)
         print(
@@ -131,7 +172,29 @@ def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
         assert gauge(operator, "mrsched_node_degraded", node=target, resource="disk") == 1.0
         assert gauge(operator, "mrsched_node_degraded", node=target, resource="cpu") == 0.0
 
-        # The fault removed: the durations come back, the detector fires (V_high), the belief follows them down.
+        # Tainted: the maps go elsewhere, J_IO's disk-heavy ones included, but for one canary at a time.
+        wait_for(lambda: degraded_taint(kube, target) == "disk", 30, "the degraded taint on the node", 0.5)
+        before_window = started_on(kube, namespace)
+        time.sleep(TAINTED_WINDOW_S)
+        in_window = {n: v for n, v in started_on(kube, namespace).items() if n not in before_window}
+        on_target = [v for v in in_window.values() if v[1] == target]
+        healthy_jio = [v for v in healthy.values() if v[0] == "jio"]
+        window_jio = [v for v in in_window.values() if v[0] == "jio"]
+        share_healthy = sum(v[1] == target for v in healthy_jio) / len(healthy_jio)
+        share_tainted = sum(v[1] == target for v in window_jio) / max(len(window_jio), 1)
+        print(
+            f"J_IO maps on the target: {share_healthy:.0%} of {len(healthy_jio)} while healthy, "
+            f"{share_tainted:.0%} of {len(window_jio)} in {TAINTED_WINDOW_S:.0f} s tainted; "
+            f"on the target then: {[(v[0], v[2][-60:]) for v in on_target]}"
+        )
+        assert all("canary on a node tainted" in v[2] for v in on_target)
+        assert len(on_target) <= TAINTED_WINDOW_S / CANARY_INTERVAL_S + 1
+        assert window_jio, "J_IO went on on the other nodes"
+        assert share_tainted < share_healthy / 2, (share_tainted, share_healthy)
+        assert verdict(kube, target) == ["disk"]  # the slow canaries keep the verdict
+
+        # The fault removed: the canaries' durations come back, the detector fires (V_high), the belief follows
+        # them down, the condition clears and the taint is lifted.
         emulator.client.clear_faults(target)
         cleared = wait_for(
             lambda: (c := degraded_condition(health(kube, target))).get("status") == "False" and c,
@@ -141,9 +204,13 @@ def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
         )
         print("cleared:", cleared)
         assert cleared["reason"] == "Healthy" and verdict(kube, target) == []
+        wait_for(lambda: degraded_taint(kube, target) is None, 30, "the degraded taint lifted", 0.5)
         wait_for(
             lambda: "NodeRecovered" in node_events(kube, target), 30, "a NodeRecovered Event on the Node"
         )
+        canaries = gauge(operator, "mrsched_degraded_canaries_total")
+        print("canary maps started:", canaries)
+        assert canaries is not None and canaries >= 1
     finally:
         operator.stop()
         # AppProfiles are cluster-wide: leave no learned Pi or J_IO to later tests that learn them from scratch.

@@ -73,6 +73,10 @@ class OperatorConfig(BaseModel):
     #: Taint a node judged degraded ``mrsched.dev/degraded=<resource>:NoSchedule`` and untaint it once it
     #: recovers (needs ``patch`` on nodes: the chart grants it only with this on).
     taint_degraded_nodes: bool = False
+    #: While a node carries that taint, one map at a time may still run there, at most one start per this many
+    #: seconds: the monitor sees from its duration whether the node recovered (0: none, and the taint stays
+    #: until a job that tolerates it runs maps there; operator/canary.py).
+    degraded_canary_interval_s: float = Field(30.0, ge=0)
     #: A node's health is written to its NodeProfile at most once per this many seconds unless its verdict
     #: changes (the monitor's learned state, to PolicyProfile ``node-health``, likewise).
     health_write_interval_s: float = Field(60.0, ge=0)

@@ -14,6 +14,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -24,6 +25,7 @@ from mrsched.core.model import Explanation, Job, Node, NodeMetrics, Placement, T
 from mrsched.core.policy import Policy, registered
 from mrsched.operator import snapshot as snap
 from mrsched.operator import status as job_status
+from mrsched.operator.canary import CanaryGate, busy_nodes, canary_explanation, canary_spec
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.health import NodeHealthReporter, untolerated_degraded
 from mrsched.operator.jobstate import JobState, TaskState, parse_time
@@ -89,6 +91,7 @@ class SchedulingLoop:
             taint=config.taint_degraded_nodes,
             interval_s=config.health_write_interval_s,
         )
+        self.canaries = CanaryGate(config.degraded_canary_interval_s if config.taint_degraded_nodes else 0.0)
         self._profiles_loaded = False
         self._persist = True
 
@@ -163,10 +166,13 @@ class SchedulingLoop:
         usable = {name: info for name, info in usable.items() if name not in probing}
         versions = {n["metadata"]["name"]: n["metadata"].get("resourceVersion", "") for n in bodies_of_nodes}
         self.metrics.profile_writes.inc(self.health.publish(workers, versions, now, persist=self._persist))
-        if active:  # degraded-tainted nodes no job tolerates take no task: not offered to the policies
+        canaries: set[str] = set()
+        # Degraded-tainted nodes that no job tolerates take no task, but a canary map now and then (canary.py).
+        if active:
             tainted = untolerated_degraded(usable, [state.spec.tolerations for _, state in active])
-            usable = {name: info for name, info in usable.items() if name not in tainted}
-        self._place(active, usable, list(pods_by_name.values()), now, stats)
+            canaries = self.canaries.due(tainted, busy_nodes(pods_by_name.values()), now)
+            usable = {name: info for name, info in usable.items() if name not in tainted or name in canaries}
+        self._place(active, usable, list(pods_by_name.values()), now, stats, canaries)
         self._save_profiles(workers)
         self._first_round = False
         stats.seconds = time.monotonic() - started
@@ -373,6 +379,7 @@ class SchedulingLoop:
         task_pods: list[dict[str, Any]],
         now: float,
         stats: RoundStats,
+        canaries: AbstractSet[str] = frozenset(),
     ) -> None:
         # Read every round, jobs or not: the gauges tell operators whether placement could see the nodes.
         live_metrics = self._read_metrics(sorted(usable))
@@ -390,6 +397,9 @@ class SchedulingLoop:
             )
             for name, info in usable.items()
         }
+        for name in canaries:  # one map, no reduce: a canary only measures the node (operator/canary.py)
+            nodes[name] = replace(nodes[name], map_slots=1, reduce_slots=0)
+        canaried: set[str] = set()
         for name in sorted(by_policy, key=lambda n: n == KUBE_DEFAULT):
             jobs = by_policy[name]
             if name == KUBE_DEFAULT:
@@ -405,9 +415,19 @@ class SchedulingLoop:
             unfit = 0
             for placement in placements:
                 spec = specs[placement.task.job_id]
+                explanation = placement.explanation
+                if placement.node in canaries:
+                    if placement.task.kind != "map" or placement.node in canaried:
+                        unfit += 1
+                        continue
+                    spec, explanation = canary_spec(spec), canary_explanation(explanation)
                 if not self._fits(placement, spec, usable, used):
                     unfit += 1
                     continue
+                if placement.node in canaries:
+                    canaried.add(placement.node)
+                    self.canaries.started(placement.node, now)
+                    self.metrics.canaries_started.inc()
                 kind = placement.task.kind
                 state = next(s for s, _ in jobs if s.spec.uid == spec.uid)
                 index = placement.task.index
@@ -420,7 +440,7 @@ class SchedulingLoop:
                         attempt,
                         self.config,
                         node=placement.node,
-                        explanation=placement.explanation,
+                        explanation=explanation,
                     )
                 )
             stats.placed[name] = len(placements)

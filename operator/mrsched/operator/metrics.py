@@ -38,6 +38,11 @@ class OperatorMetrics:
             registry=r,
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
+        self.canaries_started = Counter(
+            "mrsched_degraded_canaries_total",
+            "Canary maps started on nodes tainted as degraded, to see whether they recovered",
+            registry=r,
+        )
         self.bind_errors = Counter(
             "mrsched_binding_errors_total", "Pod creations that failed", ["reason"], registry=r
         )
