@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test bench bench-learning bench-speed bench-workers bench-operator cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test bench bench-learning bench-steady bench-speed bench-workers bench-operator cluster-up cluster-down lock clean manifests
 
 all: test
 
@@ -55,6 +55,9 @@ bench: venv  ## every scenario under every baseline, into bench/results/<scenari
 
 bench-learning: venv  ## ThroughputScheduler's learning curves (κ, θ, makespan) on J_IO + Pi repeated
 	$(PY) bench/learning_curves.py --out bench/results/learning-throughput
+
+bench-steady: venv  ## seed 002 ch.6 in steady state: diagnosis vs frozen beliefs on Table 4.3's workloads (after make bench)
+	$(PY) bench/gupta_ch6_steady.py --seeds 1,2,3,4,5 --out bench/results/gupta-ch6-steady.md
 
 bench-speed: venv  ## simulator events/s and Fair's scheduling-round latency
 	$(PY) bench/simulator_speed.py

@@ -17,6 +17,7 @@ POLICIES = (
     "kube-default",
     "throughput",
     "dara",
+    "diagnosis",
     "learning",
     "adaptive-slots",
     "coupling",
@@ -73,7 +74,9 @@ def main(root: Path) -> None:
         " Variants such as `throughput:known` are in each scenario's report. Learning curves:"
         " [learning-throughput](learning-throughput/report.md); DARA's Fig 4.7 summary:"
         " [dara-summary.md](dara-summary.md); seed 001's Tables V and VI: [elkholy-summary.md](elkholy-summary.md);"
-        " seed 000's Fig 8 and Fig 11: [dhok-summary.md](dhok-summary.md).\n"
+        " seed 000's Fig 8 and Fig 11: [dhok-summary.md](dhok-summary.md); seeds 003 and 004:"
+        " [tan-summary.md](tan-summary.md), [yao-summary.md](yao-summary.md); seed 002 ch.6 in steady state:"
+        " [gupta-ch6-steady.md](gupta-ch6-steady.md) (`bench/gupta_ch6_steady.py`).\n"
     )
     print(
         "Speed: `speed.txt` (bench/simulator_speed.py); local cluster start-up: `local-cluster-startup.txt`.\n"
