@@ -181,6 +181,10 @@ class Demo:
                 last = table
             phase = self.kubectl("get", "mrj", name, "-o", "jsonpath={.status.phase}", show=False)
             if phase in ("Succeeded", "Failed"):
+                # The phase may have changed after the table above was read: show the final row too.
+                final = self.kubectl("get", "mrj", name, show=False)
+                if final != last:
+                    print(final.splitlines()[-1], flush=True)
                 if phase == "Failed":
                     self.kubectl("describe", "mrj", name)
                     raise RuntimeError(f"job {name} failed")
