@@ -72,6 +72,3 @@ class CanaryGate:
 
     def started(self, node: str, now: float) -> None:
         self._started[node] = now
-
-    def last_started(self, node: str) -> float | None:
-        return self._started.get(node)
