@@ -174,6 +174,9 @@ class ClusterSnapshot:
     metrics: dict[str, NodeMetrics] = field(default_factory=dict)
     #: Bumped on every change of jobs or running attempts, so that policies can cache per-round work.
     version: int = 0
+    #: Seconds between a node's heartbeats (Hadoop mode) or between the operator's scheduling rounds: Hadoop 1
+    #: derives its delay-scheduling waits from it (FairScheduler: 1.5 heartbeat intervals).
+    heartbeat_s: float = 3.0
     _jobs_by_id: dict[str, Job] | None = field(default=None, repr=False)
 
     def running_on(self, node: str, kind: TaskType | None = None) -> int:

@@ -406,7 +406,9 @@ class SchedulingLoop:
                 creations += self._unbound(jobs)
                 continue
             self._version += 1_000_000  # strictly increasing across rounds: policies cache on (id, version)
-            snapshot = snap.build(nodes, jobs, now, self._version, live_metrics)
+            snapshot = snap.build(
+                nodes, jobs, now, self._version, live_metrics, heartbeat_s=self.config.heartbeat_s
+            )
             t0 = time.perf_counter()
             policy = self.policy(name)
             placements = policy.schedule_round(snapshot, sorted(nodes))

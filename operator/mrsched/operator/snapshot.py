@@ -175,6 +175,7 @@ def build(
     now: float,
     version: int,
     metrics: dict[str, NodeMetrics] | None = None,
+    heartbeat_s: float = 3.0,
 ) -> ClusterSnapshot:
     """A snapshot with ``jobs`` active and their live attempts running on ``nodes``."""
     running: dict[str, list[Attempt]] = {name: [] for name in nodes}
@@ -188,7 +189,13 @@ def build(
                     )
     ordered = [job for _, job in sorted(jobs, key=lambda sj: (sj[1].submit_s, sj[1].id))]
     return ClusterSnapshot(
-        now=now, nodes=nodes, running=running, jobs=ordered, metrics=metrics or {}, version=version
+        now=now,
+        nodes=nodes,
+        running=running,
+        jobs=ordered,
+        metrics=metrics or {},
+        version=version,
+        heartbeat_s=heartbeat_s,
     )
 
 

@@ -615,7 +615,14 @@ class Dara(SlotPolicy):
         ]
         if not outsiders or snapshot.free_slots(node, "map") <= 0:
             return []
-        view = ClusterSnapshot(snapshot.now, snapshot.nodes, snapshot.running, outsiders, snapshot.metrics)
+        view = ClusterSnapshot(
+            snapshot.now,
+            snapshot.nodes,
+            snapshot.running,
+            outsiders,
+            snapshot.metrics,
+            heartbeat_s=snapshot.heartbeat_s,
+        )
         placed = self.fair.assign_one_map(view, node)
         if placed is None:
             return []

@@ -154,7 +154,9 @@ class Simulation:
         self.noise_free_capabilities = {n: replace(c, noise_sigma=0.0) for n, c in self.capabilities.items()}
         self.active: list[Job] = []
         self._active_ids: set[str] = set()
-        self.snapshot = ClusterSnapshot(0.0, self.nodes, {n: [] for n in self.nodes}, self.active)
+        self.snapshot = ClusterSnapshot(
+            0.0, self.nodes, {n: [] for n in self.nodes}, self.active, heartbeat_s=cluster.heartbeat_s
+        )
         self._queue: list[tuple[float, int, int, Any]] = []
         self._seq = itertools.count()
         self._physics_at: dict[str, float] = {}
