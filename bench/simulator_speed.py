@@ -2,7 +2,7 @@
 
     python bench/simulator_speed.py [--jobs N]
 
-1. Events per second replaying the SWIM FB-2009 day (``../shared/data/traces/swim/``) on 100 nodes under FIFO
+1. Events per second replaying the SWIM FB-2009 day (``bench/data/traces/swim/``) on 100 nodes under FIFO
    and Fair (target: >= 100,000 events/s).
 2. One scheduling round of Fair with 1,000 nodes and 200 running jobs: every node offered once, as the
    operator's loop does (target: < 50 ms).
@@ -21,7 +21,7 @@ from mrsched.simulator.run import run_scenario
 from mrsched.simulator.scenario import Scenario
 
 REPO = Path(__file__).resolve().parents[1]
-SWIM_2009 = REPO.parent / "shared" / "data" / "traces" / "swim" / "FB-2009_samples_24_times_1hr_0.tsv"
+SWIM_2009 = REPO / "bench" / "data" / "traces" / "swim" / "FB-2009_samples_24_times_1hr_0.tsv"
 
 
 def events_per_second(max_jobs: int | None) -> None:

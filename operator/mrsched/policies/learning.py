@@ -1,5 +1,5 @@
 """Seed 000's learning scheduler: pattern classification for task assignment (Dhok & Varma; digest
-../shared/specs/dhok-varma.md).
+dhok-varma.md).
 
 Per heartbeat of node n (:meth:`Learning.assign`, digest §1.5):
 

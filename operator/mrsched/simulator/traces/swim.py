@@ -4,7 +4,7 @@ SWIM (Statistical Workload Injector for MapReduce, UC Berkeley; Chen, Ganapathi,
 Case for Evaluating MapReduce Performance Using Workload Suites", MASCOTS 2011) ships synthetic workloads
 sampled from Facebook's 2009 and 2010 traces in its ``workloadSuite/`` folder, for example
 ``FB-2009_samples_24_times_1hr_0.tsv``. The copies this project uses, and their description, are in
-``shared/data/traces/swim/`` (see its README).
+``bench/data/traces/swim/`` of the repository (see its README).
 
 Format: one job per line, tab-separated, no header, six columns:
 
