@@ -38,7 +38,7 @@ import numpy as np
 
 from mrsched.core.catalog import application, expand_layout
 from mrsched.core.model import TaskOutcome
-from mrsched.core.policy import Oracle, Policy
+from mrsched.core.policy import Policy, TruePhysics
 from mrsched.policies import make_policy
 from mrsched.policies.throughput import Throughput
 from mrsched.simulator.engine import Simulation
@@ -136,13 +136,13 @@ def run(scenario: Scenario, reps: int, seeds: list[int]) -> dict[str, Any]:
                 log = out["learning"].setdefault(f"{name}/{seed}", {"posterior": [], "stretch": []})
 
                 def factory(
-                    oracle: Oracle,
+                    truth: TruePhysics,
                     name: str = name,
                     sim_seed: int = sim_seed,
                     states: dict[str, dict[str, Any] | None] = states,
                 ) -> Policy:
                     base = name.split(":", 1)[0]
-                    policy = make_policy(base, VARIANTS.get(name), seed=sim_seed, oracle=oracle)
+                    policy = make_policy(base, VARIANTS.get(name), seed=sim_seed, truth=truth)
                     saved = states.get(name)
                     if saved is not None:  # what the previous repetition learned, through JSON as on disk
                         policy.load_state(json.loads(json.dumps(saved)))

@@ -7,7 +7,7 @@ mrsched cluster fault NODE KIND [--intensity X] [--duration S] [--name N]
 mrsched cluster clear-faults NODE [--name N]
 mrsched run [--policy P] [--kubeconfig F] ...   (the operator)
 mrsched demo [--policy P]           (a small job end to end on a throw-away local cluster)
-mrsched simulate SCENARIO [--policies P,Q] [--seed S,T] [--out DIR] [--load-state F] [--save-state F]
+mrsched simulate SCENARIO [--policies P,Q] [--seed S,T] [--mode M] [--out DIR] [--load-state F] [--save-state F]
 mrsched emulator run ...            (the node-emulator process; the cluster commands start it)
 """
 
@@ -167,8 +167,9 @@ def _simulate(args: argparse.Namespace) -> int:
         progress=lambda line: print(line, flush=True),
         load_state=loaded,
         saved_state=saved,
+        mode=args.mode,
     )
-    out = args.out or Path("results") / scenario.name
+    out = args.out or Path("results") / summary["mode"] / scenario.name
     write_report(summary, first, out)
     print(f"wrote {out}/results.json, report.md and plots")
     if args.save_state and saved is not None:
@@ -343,6 +344,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"comma-separated policy names (default: the scenario's); known: {', '.join(policy_names())}",
     )
     simulate.add_argument("--seed", help="comma-separated seeds (default: the scenario's)")
+    simulate.add_argument(
+        "--mode",
+        choices=("hadoop", "kubernetes"),
+        help="placement mode, the same for every policy: hadoop (each node's heartbeat offers that node) or "
+        "kubernetes (cluster-wide rounds woken by events); default: the scenario's first mode",
+    )
     simulate.add_argument("--out", type=Path, help="output directory (default: results/<scenario>)")
     simulate.add_argument(
         "--load-state",

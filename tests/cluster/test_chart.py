@@ -44,7 +44,7 @@ HEADER = (
     "# helm template mrsched charts/mrsched --namespace mrsched-system --include-crds\n"
 )
 #: Policies that need the simulator's hidden physics; the operator cannot run them.
-SIMULATOR_ONLY = {"oracle"}
+SIMULATOR_ONLY = {"greedy-informed"}
 LEASE = "mrsched-leader"
 
 
@@ -231,7 +231,7 @@ def _downward(env: dict[str, Any]) -> dict[str, Any]:
     ("values", "message"),
     [
         (("--set", "policy=bogus"), "/policy"),
-        (("--set", "policy=oracle"), "/policy"),
+        (("--set", "policy=greedy-informed"), "/policy"),
         (("--set", "heartbeatSeconds=0"), "/heartbeatSeconds"),
         (("--set", "heartbeatSeconds=600"), "/heartbeatSeconds"),
         (("--set-string", "heartbeatSeconds=fast"), "/heartbeatSeconds"),

@@ -25,7 +25,7 @@ from mrsched.core.model import (
     Task,
     TaskOutcome,
 )
-from mrsched.core.policy import Oracle, Policy
+from mrsched.core.policy import Policy, TruePhysics
 from mrsched.policies import make_policy
 from mrsched.policies.coupling import (
     Coupling,
@@ -606,8 +606,8 @@ def simulate(policy: str, seed: int) -> tuple[dict[str, Any], int]:
     jobs = build_jobs(sc, [n.name for n in expand_layout(sc.cluster.nodes)], seed)
     holder: dict[str, Gate] = {}
 
-    def factory(oracle: Oracle) -> Policy:
-        inner = make_policy(policy, {}, seed=seed, oracle=oracle)
+    def factory(truth: TruePhysics) -> Policy:
+        inner = make_policy(policy, {}, seed=seed, truth=truth)
         if policy != "coupling":
             return inner
         holder["g"] = Gate(inner)

@@ -14,7 +14,7 @@ import yaml
 
 from mrsched.core.catalog import expand_layout
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
-from mrsched.core.policy import Oracle, Policy, PolicyConfigError
+from mrsched.core.policy import Policy, PolicyConfigError, TruePhysics
 from mrsched.policies import make_policy
 from mrsched.policies.lsps import Lsps, LspsConfig
 from mrsched.policies.lsps_stats import RunningMean, UserHistory, phase_size, population_cv, slot_shares
@@ -464,8 +464,8 @@ def simulate(tmp_path: Path, policy: str, options: dict[str, Any]) -> dict[str, 
     sc = load_scenario(path)
     jobs = build_jobs(sc, [n.name for n in expand_layout(sc.cluster.nodes)], 1)
 
-    def factory(oracle: Oracle) -> Policy:
-        return make_policy(policy, options, seed=1, oracle=oracle)
+    def factory(truth: TruePhysics) -> Policy:
+        return make_policy(policy, options, seed=1, truth=truth)
 
     result = Simulation(sc.cluster, jobs, factory, seed=1).run()
     times: dict[str, list[float]] = {}

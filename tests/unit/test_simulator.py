@@ -12,7 +12,7 @@ import yaml
 
 from mrsched.core.catalog import expand_layout
 from mrsched.core.model import ClusterSnapshot, Placement
-from mrsched.core.policy import Oracle, Policy
+from mrsched.core.policy import Policy, TruePhysics
 from mrsched.policies import make_policy
 from mrsched.policies.kube_default import KubeDefault
 from mrsched.simulator.engine import Simulation
@@ -67,7 +67,8 @@ def scenario(tmp_path: Path, **changes: Any) -> Scenario:
 
 
 class Checked(Policy):
-    """Wraps a policy: records every placement and checks the limits after each round."""
+    """Wraps a policy: records every placement, the nodes each round offered, and checks the limits after each
+    round (a placement outside the offered nodes is an error)."""
 
     name = "checked"
 
@@ -77,6 +78,8 @@ class Checked(Policy):
         self.placed: Counter[str] = Counter()
         self.map_order: list[str] = []  # job of each map placed, in placement order
         self.rounds = 0
+        self.offered: list[list[str]] = []
+        self.peak_maps: Counter[str] = Counter()  # per node, the most maps running after any round
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         raise AssertionError("the simulator calls schedule_round")
@@ -84,12 +87,16 @@ class Checked(Policy):
     def schedule_round(self, snapshot: ClusterSnapshot, nodes: list[str]) -> list[Placement]:
         placements = self.inner.schedule_round(snapshot, nodes)
         self.rounds += 1
+        self.offered.append(list(nodes))
         for p in placements:
+            assert p.node in nodes, f"{self.inner.name} placed on {p.node}, which the round did not offer"
             self.placed[f"{p.task.key}#{p.task.attempts + 1}"] += 1
             if p.task.kind == "map":
                 self.map_order.append(p.task.job_id)
         for name, node in snapshot.nodes.items():
             attempts = snapshot.running[name]
+            maps = sum(a.task.kind == "map" for a in attempts)
+            self.peak_maps[name] = max(self.peak_maps[name], maps)
             if self.slots:
                 assert sum(a.task.kind == "map" for a in attempts) <= node.map_slots
                 assert sum(a.task.kind == "reduce" for a in attempts) <= node.reduce_slots
@@ -105,24 +112,25 @@ class Checked(Policy):
         self.inner.on_job_finished(job, now)
 
 
-def simulate(sc: Scenario, policy: str, seed: int = 1, **options: Any) -> tuple[Simulation, Checked, Any]:
+def simulate(
+    sc: Scenario, policy: str, seed: int = 1, mode: str = "hadoop", **options: Any
+) -> tuple[Simulation, Checked, Any]:
     nodes = [n.name for n in expand_layout(sc.cluster.nodes)]
     jobs = build_jobs(sc, nodes, seed)
     holder: dict[str, Checked] = {}
 
-    def factory(oracle: Oracle) -> Policy:
-        holder["p"] = Checked(
-            make_policy(policy, options, seed=seed, oracle=oracle), policy not in ("kube-default", "oracle")
-        )
+    def factory(truth: TruePhysics) -> Policy:
+        holder["p"] = Checked(make_policy(policy, options, seed=seed, truth=truth), policy != "kube-default")
         return holder["p"]
 
-    sim = Simulation(sc.cluster, jobs, factory, seed=seed)
+    sim = Simulation(sc.cluster, jobs, factory, seed=seed, mode=mode)  # type: ignore[arg-type]
     return sim, holder["p"], sim.run()
 
 
-@pytest.mark.parametrize("policy", ["fifo", "fair", "capacity", "kube-default", "oracle"])
-def test_every_task_completes_exactly_once_within_the_limits(tmp_path: Path, policy: str) -> None:
-    sim, checked, result = simulate(scenario(tmp_path), policy)
+@pytest.mark.parametrize("mode", ["hadoop", "kubernetes"])
+@pytest.mark.parametrize("policy", ["fifo", "fair", "capacity", "kube-default", "greedy-informed"])
+def test_every_task_completes_exactly_once_within_the_limits(tmp_path: Path, policy: str, mode: str) -> None:
+    sim, checked, result = simulate(scenario(tmp_path), policy, mode=mode)
     total = sum(len(j.maps) + len(j.reduces) for j in sim.jobs)
     assert all(r.finish_s is not None and not r.failed for r in result.jobs)
     assert all(t.done for j in sim.jobs for t in j.maps + j.reduces)
@@ -144,7 +152,7 @@ def test_lower_bound_is_never_above_any_policy(tmp_path: Path) -> None:
     bound = summary["lower_bound"]["makespan_s"]
     for name, p in summary["policies"].items():
         assert bound <= p["makespan_s"], name
-    assert bound <= summary["policies"]["oracle"]["makespan_s"]
+    assert bound <= summary["policies"]["greedy-informed"]["makespan_s"]
 
 
 def test_fifo_starts_jobs_in_submission_order(tmp_path: Path) -> None:
@@ -215,7 +223,7 @@ def test_simulate_command_writes_results_report_and_plots(tmp_path: Path) -> Non
                 "simulate",
                 str(path),
                 "--policies",
-                "fifo,fair,oracle",
+                "fifo,fair,greedy-informed",
                 "--seed",
                 "1,2",
                 "--out",
@@ -224,7 +232,7 @@ def test_simulate_command_writes_results_report_and_plots(tmp_path: Path) -> Non
         )
     assert exit_info.value.code == 0
     results = json.loads((tmp_path / "o" / "results.json").read_text())
-    assert set(results["policies"]) == {"fifo", "fair", "oracle"} and results["seeds"] == [1, 2]
+    assert set(results["policies"]) == {"fifo", "fair", "greedy-informed"} and results["seeds"] == [1, 2]
     fifo = results["policies"]["fifo"]
     for key in ("makespan_s", "mean_job_time_s", "p95_job_time_s", "jobs"):
         assert key in fifo
@@ -258,3 +266,92 @@ def test_trace_replay_runs_every_job(tmp_path: Path, fmt: str, name: str) -> Non
     assert jobs and all(j.maps for j in jobs)
     _, _, result = simulate(sc, "fair")
     assert len(result.jobs) == len(jobs) and all(r.finish_s is not None for r in result.jobs)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "fair", "kube-default", "greedy-informed"])
+def test_hadoop_mode_offers_one_node_a_heartbeat_and_kubernetes_mode_every_node(
+    tmp_path: Path, policy: str
+) -> None:
+    """The same decision opportunities for every policy of a run: kube-default and the greedy policy too see only
+    the heartbeating node in hadoop mode (they used to place across the cluster at every node's heartbeat)."""
+    sc = scenario(tmp_path)
+    everyone = sorted(n.name for n in expand_layout(sc.cluster.nodes))
+    _, hadoop, _ = simulate(sc, policy, mode="hadoop")
+    assert hadoop.offered and all(len(nodes) == 1 for nodes in hadoop.offered)
+    assert {nodes[0] for nodes in hadoop.offered} == set(everyone)
+    _, kube, _ = simulate(sc, policy, mode="kubernetes")
+    assert kube.offered and all(nodes == everyone for nodes in kube.offered)
+
+
+def test_kubernetes_mode_refills_a_slot_the_moment_a_task_ends(tmp_path: Path) -> None:
+    """A task's end is a watch event that wakes the loop: the next map starts at that instant, where in hadoop
+    mode it waits for the node's next heartbeat."""
+    sc = scenario(
+        tmp_path,
+        cluster={
+            "nodes": [{"class": "gupta-new", "count": 1}],
+            "mapSlots": 1,
+            "reduceSlots": 1,
+            "heartbeatS": 3,
+        },
+        workload={"jobs": [{"id": "pi", "app": "pi", "maps": 6, "reduces": 0, "inputMBPerMap": 0}]},
+    )
+    hadoop = simulate(sc, "fifo", mode="hadoop")[2].makespan_s
+    kube = simulate(sc, "fifo", mode="kubernetes")[2].makespan_s
+    assert kube < hadoop
+    assert hadoop - kube >= 3.0  # at least one heartbeat saved over five refills (mean 1.5 s each)
+
+
+def test_slots_per_node_class(tmp_path: Path) -> None:
+    sc = scenario(
+        tmp_path,
+        cluster={**BASE["cluster"], "slotsByClass": {"gupta-new": {"map": 8, "reduce": 4}}},
+    )
+    sim, checked, result = simulate(sc, "fair")
+    slots = {n.node_class: (n.map_slots, n.reduce_slots) for n in sim.nodes.values()}
+    assert slots == {"gupta-old": (2, 1), "gupta-new": (8, 4)}  # unlisted classes keep mapSlots / reduceSlots
+    assert all(r.finish_s is not None for r in result.jobs)
+    peak = {
+        cls: max(checked.peak_maps[n] for n, node in sim.nodes.items() if node.node_class == cls)
+        for cls in slots
+    }
+    assert peak["gupta-new"] > 2 and peak["gupta-old"] <= 2  # Checked asserts <= each node's own slots
+
+
+def test_slots_by_class_names_a_class_of_the_cluster(tmp_path: Path) -> None:
+    from mrsched.simulator.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match="slotsByClass names gupta-new-fast"):
+        scenario(
+            tmp_path, cluster={**BASE["cluster"], "slotsByClass": {"gupta-new-fast": {"map": 8, "reduce": 2}}}
+        )
+
+
+def test_results_name_their_mode(tmp_path: Path) -> None:
+    sc = scenario(tmp_path)
+    assert run_scenario(sc, ["fifo"], [1])[0]["mode"] == "hadoop"  # the scenario's first mode by default
+    assert run_scenario(sc, ["fifo"], [1], mode="kubernetes")[0]["mode"] == "kubernetes"
+
+
+def test_lower_bound_counts_a_trace_tasks_measured_work(tmp_path: Path) -> None:
+    """SLS traces give task durations (``Task.work_s``), not bytes: the bound used to ignore them (0.5 s against
+    a 12,237 s makespan for 40 x 600 s maps)."""
+    from mrsched.simulator.run import lower_bound
+
+    sc = scenario(
+        tmp_path,
+        cluster={"nodes": [{"class": "gupta-old", "count": 2}], "mapSlots": 2, "reduceSlots": 1},
+        workload={"jobs": [{"id": "sls", "app": "pi", "maps": 40, "reduces": 0, "inputMBPerMap": 0}]},
+    )
+    jobs = build_jobs(sc, [n.name for n in expand_layout(sc.cluster.nodes)], 1)
+    for task in jobs[0].maps:
+        task.work_s = 600.0
+    sim = Simulation(sc.cluster, jobs, lambda truth: make_policy("fifo"), seed=1)
+    bound = lower_bound(sim, jobs)
+    cpu_capacity = sum(c.cpu_rate * c.cores for c in sim.noise_free_capabilities.values())
+    assert bound["work_bound_s"] >= 0.8 * 40 * 600 / cpu_capacity  # noise may shave a little, never most
+    assert bound["critical_path_s"] >= 0.8 * 600 / max(
+        c.cpu_rate for c in sim.noise_free_capabilities.values()
+    )
+    result = sim.run()
+    assert bound["makespan_s"] <= result.makespan_s

@@ -92,7 +92,7 @@ def test_slot_bound_of_one_app_on_one_class_is_waves_of_heartbeat_rounded_maps(t
     scenario = _scenario(tmp_path, data)
     nodes = [n.name for n in expand_layout(scenario.cluster.nodes)]
     jobs = build_jobs(scenario, nodes, 1)
-    sim = Simulation(scenario.cluster, jobs, lambda oracle: make_policy("fifo"))
+    sim = Simulation(scenario.cluster, jobs, lambda truth: make_policy("fifo"))
     # Pi on gupta-new: 5.3 + 10/7.5 + 0.05/2.5 = 6.65 s, held for 9 s (3 heartbeats); 40 maps on 4 slots.
     assert slot_bound(sim, jobs) == pytest.approx(40 * 9.0 / 4)
 
@@ -141,5 +141,7 @@ def test_h_sweep_scenarios_load(r: int) -> None:
     scenario = load_scenario(
         Path(__file__).parents[2] / "bench" / "scenarios" / f"gupta-ch3-pi-jio-r{r}.yaml"
     )
-    assert {"fifo", "fair", "capacity", "kube-default", "throughput", "oracle"} <= set(scenario.policies)
+    assert {"fifo", "fair", "capacity", "kube-default", "throughput", "greedy-informed"} <= set(
+        scenario.policies
+    )
     assert scenario.options_for("throughput:known") is not None

@@ -34,8 +34,8 @@ class PolicyConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class Oracle:
-    """The true physics, handed only to the oracle policy in the simulator (never to learning policies)."""
+class TruePhysics:
+    """The true physics, handed only to the greedy-informed policy in the simulator (never to learning policies)."""
 
     capabilities: dict[str, NodeCapability]
     demand_of: Callable[[Task, str], TaskDemand]  # a task's demand if it ran on the named node
@@ -52,12 +52,12 @@ class Policy(ABC):
     needs_metrics: ClassVar[bool] = False
 
     def __init__(
-        self, config: PolicyConfig | None = None, *, seed: int = 0, oracle: Oracle | None = None
+        self, config: PolicyConfig | None = None, *, seed: int = 0, truth: TruePhysics | None = None
     ) -> None:
         self.config = config if config is not None else self.Config()
         self.seed = seed
         self.rng = random.Random(seed)
-        self.oracle = oracle
+        self.truth = truth
 
     @abstractmethod
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
@@ -123,7 +123,7 @@ def registered() -> dict[str, type[Policy]]:
 
 
 def build_policy(
-    name: str, options: dict[str, Any] | None = None, *, seed: int = 0, oracle: Oracle | None = None
+    name: str, options: dict[str, Any] | None = None, *, seed: int = 0, truth: TruePhysics | None = None
 ) -> Policy:
     """Build a registered policy; a bad name or option raises PolicyConfigError naming it. (Use
     ``mrsched.policies.make_policy``, which registers the built-in policies first.)"""
@@ -137,4 +137,4 @@ def build_policy(
             f"option {'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in err.errors()
         )
         raise PolicyConfigError(f"policy {name!r}: {problems}") from None
-    return cls(config, seed=seed, oracle=oracle)
+    return cls(config, seed=seed, truth=truth)

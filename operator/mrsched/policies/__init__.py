@@ -1,4 +1,4 @@
-"""Placement policies: Hadoop's baselines, kube-scheduler's default, the oracle, and the papers' policies.
+"""Placement policies: Hadoop's baselines, kube-scheduler's default, greedy-informed, and the papers' policies.
 
 Each module holds one policy and registers it by name; :func:`make_policy` builds one with validated options.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mrsched.core.policy import Oracle, Policy, build_policy, registered
+from mrsched.core.policy import Policy, TruePhysics, build_policy, registered
 
 # Registration: importing a policy module registers its policy (one line per module).
 from mrsched.policies import (
@@ -23,14 +23,14 @@ from mrsched.policies import (
     lsps,  # noqa: F401
     throughput,  # noqa: F401
 )
-from mrsched.policies import oracle as _oracle  # noqa: F401
+from mrsched.policies import greedy_informed as _greedy_informed  # noqa: F401
 
 
 def make_policy(
-    name: str, options: dict[str, Any] | None = None, *, seed: int = 0, oracle: Oracle | None = None
+    name: str, options: dict[str, Any] | None = None, *, seed: int = 0, truth: TruePhysics | None = None
 ) -> Policy:
     """A policy by name; unknown names and bad options raise PolicyConfigError naming them."""
-    return build_policy(name, options, seed=seed, oracle=oracle)
+    return build_policy(name, options, seed=seed, truth=truth)
 
 
 def policy_names() -> list[str]:

@@ -55,12 +55,16 @@ class KubeDefault(Policy):
         self._pending.forget(job.id)
 
     def schedule_round(self, snapshot: ClusterSnapshot, nodes: list[str]) -> list[Placement]:
-        used = {name: requested(snapshot, name) for name in snapshot.nodes}
+        """Pods in queue order onto the offered ``nodes`` only: every node in a cluster-wide round (kubernetes
+        mode, as kube-scheduler sees the cluster), the heartbeating node in hadoop mode (the same decision
+        opportunities as the slot policies)."""
+        offered = {name: snapshot.nodes[name] for name in nodes if name in snapshot.nodes}
+        used = {name: requested(snapshot, name) for name in offered}
         placements = []
         for task, req in self._queue(snapshot.jobs):
             best: list[str] = []
             best_score, runner_up = -1.0, None
-            for name, node in snapshot.nodes.items():
+            for name, node in offered.items():
                 cpu, mem = used[name]
                 if cpu + req.cpu > node.cores + 1e-9 or mem + req.memory_mb > node.memory_mb + 1e-9:
                     continue
@@ -71,7 +75,7 @@ class KubeDefault(Policy):
                 elif abs(s - best_score) <= 1e-9:
                     best.append(name)
             if not best:
-                break  # the head pod fits nowhere: later pods wait too (FIFO queue order)
+                break  # the head pod fits nowhere offered: later pods wait too (FIFO queue order)
             chosen = self.rng.choice(best)
             placement = Placement(
                 task,

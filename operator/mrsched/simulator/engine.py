@@ -3,21 +3,29 @@
 Events, in time order (ties by insertion order, so a seed always gives the same run):
 
 * job arrival: the job becomes active and the policy's ``on_job_submitted`` hook runs;
-* heartbeat of a node, every ``heartbeat_s`` (staggered over the interval): the node's physics advances, and
-  ``policy.schedule_round(snapshot, [node])`` answers with placements, which start at once;
+* a decision opportunity, by the run's placement ``mode`` (the same for every policy of a run):
+
+  - ``hadoop``: a heartbeat of each node every ``heartbeat_s`` (staggered over the interval): the node's
+    physics advances and ``policy.schedule_round(snapshot, [node])`` answers with placements on that node
+    alone, which start at once (Hadoop 1's ``assignTasks(taskTracker)``; kube-default and the greedy policy
+    are offered the same single node);
+  - ``kubernetes``: a cluster-wide round, ``policy.schedule_round(snapshot, every node)``, every
+    ``heartbeat_s`` and at once when a task ends or a job arrives (at most one round per instant), as the
+    operator's loop runs with its watches waking it;
+
 * physics: the next phase change on a node (``NodeModel.next_event_s``), when tasks finish;
 * for policies that read node metrics (``needs_metrics``): the kernel's load-average sample every 5 s and a
   Prometheus scrape every ``metrics.scrapeS`` (:mod:`mrsched.simulator.metrics`); a heartbeat's snapshot
-  carries the heartbeating node's metrics as of the latest scrape.
+  carries the heartbeating node's metrics as of the latest scrape (a round's, every node's).
 
-Data moves by network distance: a map reads its split from the local disk when a replica is on its node,
-otherwise over the network, at the NIC's bandwidth from a node of its rack and at the rack uplink's share
-(``crossRackMBps`` of the node class, default half the NIC) from another rack. A finished map's output stays
-on its node (``Job.map_output_mb``, seed 003's w_i(u)). A reduce holds its slot from the moment it is placed
-but starts working only when all of its job's maps are done, as Hadoop's reduces wait for map output; its
-shuffle fetches its partition of every node's map output: from its own disk, its rack, or across racks, each
-charged the same way. A task killed by the OOM killer is retried up to the job's ``max_attempts``, then the
-job fails.
+Each node has its class's slots (``ClusterSpec.slots``). Data moves by network distance: a map reads its split
+from the local disk when a replica is on its node, otherwise over the network, at the NIC's bandwidth from a
+node of its rack and at the rack uplink's share (``crossRackMBps`` of the node class, default half the NIC) from
+another rack. A finished map's output stays on its node (``Job.map_output_mb``, seed 003's w_i(u)). A reduce
+holds its slot from the moment it is placed but starts working only when all of its job's maps are done, as
+Hadoop's reduces wait for map output; its shuffle fetches its partition of every node's map output: from its
+own disk, its rack, or across racks, each charged the same way. A task killed by the OOM killer is retried up
+to the job's ``max_attempts``, then the job fails.
 """
 
 from __future__ import annotations
@@ -35,14 +43,15 @@ from mrsched.core.locality import locality
 from mrsched.core.metrics import LOAD_SAMPLE_S
 from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.physics import Fault, NodeCapability, NodeModel, TaskDemand, isolated_duration
-from mrsched.core.policy import Oracle, Policy
+from mrsched.core.policy import Policy, TruePhysics
 from mrsched.policies.slowdown import profile_key
 from mrsched.simulator.detection import HealthRecorder
 from mrsched.simulator.metrics import SimulatedMetrics
 from mrsched.simulator.probes import probe_node
-from mrsched.simulator.scenario import ClusterSpec, MonitorSpec
+from mrsched.simulator.scenario import ClusterSpec, MonitorSpec, PlacementMode
 
-_ARRIVAL, _HEARTBEAT, _PHYSICS, _LOAD_SAMPLE, _SCRAPE = 0, 1, 2, 3, 4
+_ARRIVAL, _HEARTBEAT, _PHYSICS, _LOAD_SAMPLE, _SCRAPE, _ROUND = 0, 1, 2, 3, 4, 5
+_ROUND_NODE = ""  # a heartbeat event with this payload is a cluster-wide round (kubernetes mode)
 
 
 @dataclass
@@ -90,18 +99,31 @@ class _Running:
     waiting: bool = False  # a reduce holding its slot until its job's maps are done
 
 
+def base_demand(app: str, task: Task) -> TaskDemand:
+    """A task's demand with its input local: its application profile's, or a trace's measured time as CPU work
+    (``Task.work_s``: SLS gives durations, not bytes). The engine adds remote reads; the lower bound starts here."""
+    base = application(app).profile(task.kind).demand(task.input_mb)
+    if task.work_s is not None:
+        base = replace(base, cpu_s=task.work_s)
+    return base
+
+
 class Simulation:
     def __init__(
         self,
         cluster: ClusterSpec,
         jobs: list[Job],
-        policy: Policy | Callable[[Oracle], Policy],
+        policy: Policy | Callable[[TruePhysics], Policy],
         *,
         seed: int = 0,
         utilisation_every_s: float = 30.0,
         monitor: MonitorSpec | None = None,
         feedback: bool = False,
+        mode: PlacementMode = "hadoop",
     ) -> None:
+        if mode not in ("hadoop", "kubernetes"):
+            raise ValueError(f"unknown placement mode {mode!r}: hadoop or kubernetes")
+        self.mode = mode
         self.seed = seed
         self.rng = random.Random(seed)
         layout = expand_layout(cluster.nodes)
@@ -113,8 +135,8 @@ class Simulation:
                 n.rack,
                 n.zone,
                 node_class=n.node_class.name,
-                map_slots=cluster.map_slots,
-                reduce_slots=cluster.reduce_slots,
+                map_slots=cluster.slots(n.node_class.name)[0],
+                reduce_slots=cluster.slots(n.node_class.name)[1],
             )
             for n in layout
         }
@@ -126,8 +148,8 @@ class Simulation:
                 raise ValueError(f"fault on unknown node {fault.node!r}; nodes: {', '.join(self.models)}")
             self.models[fault.node].add_fault(Fault(fault.kind, fault.start_s, fault.end_s, fault.intensity))
         self.heartbeat_s = cluster.heartbeat_s
-        oracle = Oracle(self.capabilities, self.demand)
-        self.policy = policy if isinstance(policy, Policy) else policy(oracle)
+        truth = TruePhysics(self.capabilities, self.demand)
+        self.policy = policy if isinstance(policy, Policy) else policy(truth)
         if self.policy.needs_probes:  # seed 002 P3-A: probe every node before the workload starts
             self.nodes = {
                 name: replace(node, probe=probe_node(name, self.capabilities[name], seed=seed))
@@ -174,6 +196,9 @@ class Simulation:
         self.work_done = 0.0
         self.events = 0
         self._dormant: list[str] = []
+        self._round_due: float | None = (
+            None  # kubernetes mode: the instant an event-woken round is queued for
+        )
         self.started = 0
         self.failed_attempts = 0
         self.map_times: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -181,11 +206,8 @@ class Simulation:
     # --- physics glue -----------------------------------------------------------------------------------------
 
     def demand(self, task: Task, node: str) -> TaskDemand:
-        """The true demand of ``task`` if it ran on ``node`` (also the oracle's view)."""
-        profile = application(self._app_of[task.job_id]).profile(task.kind)
-        base = profile.demand(task.input_mb)
-        if task.work_s is not None:  # replayed from a trace that gives durations, not bytes (SLS)
-            base = replace(base, cpu_s=task.work_s)
+        """The true demand of ``task`` if it ran on ``node`` (also what greedy-informed is told)."""
+        base = base_demand(self._app_of[task.job_id], task)
         here = self.nodes[node]
         cross = self._cross_rack_cost[node]
         if task.kind == "map":
@@ -224,9 +246,12 @@ class Simulation:
     ) -> SimulationResult:
         for job in self.jobs:
             self._push(job.submit_s, _ARRIVAL, job)
-        offsets = self.rng.sample(range(len(self.nodes)), len(self.nodes))
-        for i, node in zip(offsets, self.nodes, strict=True):
-            self._push(self.heartbeat_s * i / len(self.nodes), _HEARTBEAT, node)
+        offsets = self.rng.sample(range(len(self.nodes)), len(self.nodes))  # drawn in both modes: same rng
+        if self.mode == "hadoop":
+            for i, node in zip(offsets, self.nodes, strict=True):
+                self._push(self.heartbeat_s * i / len(self.nodes), _HEARTBEAT, node)
+        else:
+            self._push(0.0, _HEARTBEAT, _ROUND_NODE)
         if self.metrics is not None:
             self._push(LOAD_SAMPLE_S, _LOAD_SAMPLE, None)
             self._push(self.metrics.spec.scrape_s, _SCRAPE, None)
@@ -249,6 +274,7 @@ class Simulation:
                 self.snapshot.touch(jobs_changed=True)
                 self.policy.on_job_submitted(payload, now)
                 self._wake_heartbeats(now)
+                self._wake_round(now)
             elif kind == _LOAD_SAMPLE:
                 assert self.metrics is not None
                 self.metrics.sample_load(now)
@@ -258,6 +284,15 @@ class Simulation:
                 assert self.metrics is not None
                 self.metrics.scrape(now)
                 self._push(now + self.metrics.spec.scrape_s, _SCRAPE, None)
+            elif kind == _HEARTBEAT and payload == _ROUND_NODE:  # kubernetes mode's periodic round
+                if self.active or self._unfinished_attempts():
+                    self._round(now)
+                    self._push(now + self.heartbeat_s, _HEARTBEAT, _ROUND_NODE)
+                else:
+                    self._dormant.append(_ROUND_NODE)
+            elif kind == _ROUND:  # kubernetes mode: a watch event (a task ended, a job arrived) woke the loop
+                self._round_due = None
+                self._round(now)
             elif kind == _HEARTBEAT:
                 if self.active or self.snapshot.running[payload]:
                     self._heartbeat(payload, now)
@@ -311,6 +346,27 @@ class Simulation:
             self._push(now + self.heartbeat_s * (i + 1) / (len(self._dormant) + 1), _HEARTBEAT, node)
         self._dormant.clear()
 
+    def _unfinished_attempts(self) -> bool:
+        return any(self.snapshot.running.values())
+
+    def _wake_round(self, now: float) -> None:
+        """Kubernetes mode: an event asks for a round now (one per instant, however many events)."""
+        if self.mode == "kubernetes" and self._round_due != now:
+            self._round_due = now
+            self._push(now, _ROUND, None)
+
+    def _round(self, now: float) -> None:
+        """Kubernetes mode: one scheduling round over every node (the operator's ``schedule_round``)."""
+        if not self.active:
+            return
+        for name in self.nodes:
+            self.models[name].advance(now)
+            if self.metrics is not None:
+                self.snapshot.metrics[name] = self.metrics.read(name, now)
+        self._apply(self.policy.schedule_round(self.snapshot, sorted(self.nodes)), now)
+        for name in self.nodes:
+            self._schedule_physics(name)
+
     def _sample_utilisation(self, now: float) -> None:
         for name, model in self.models.items():
             model.advance(max(model.now, now))
@@ -329,7 +385,10 @@ class Simulation:
             return
         if self.metrics is not None:
             self.snapshot.metrics[node] = self.metrics.read(node, now)
-        for placement in self.policy.schedule_round(self.snapshot, [node]):
+        self._apply(self.policy.schedule_round(self.snapshot, [node]), now)
+
+    def _apply(self, placements: list[Placement], now: float) -> None:
+        for placement in placements:
             if self.records[placement.task.job_id].finish_s is None:
                 self._start(placement, now)
             else:  # its job failed while this round's earlier placements started: undo the commit
@@ -383,6 +442,7 @@ class Simulation:
 
     def _finish(self, node: str, task_key: str, now: float, *, succeeded: bool, usage: Any = None) -> None:
         run = self._running[node].pop(task_key)
+        self._wake_round(now)  # kubernetes mode: the pod's end is a watch event that wakes the loop
         task = run.attempt.task
         job = self.snapshot.job(task.job_id)
         self.records[job.id].task_s += now - run.attempt.start_s

@@ -6,44 +6,68 @@ import math
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
-from mrsched.core.catalog import application, expand_layout
+from mrsched.core.catalog import expand_layout
 from mrsched.core.model import Job
-from mrsched.core.physics import isolated_duration
-from mrsched.core.policy import Oracle
+from mrsched.core.physics import isolated_duration, noise_factor
+from mrsched.core.policy import TruePhysics
 from mrsched.policies import make_policy
 from mrsched.simulator.detection import summarise_detection
-from mrsched.simulator.engine import Simulation, SimulationResult
-from mrsched.simulator.scenario import Scenario, policy_name
+from mrsched.simulator.engine import Simulation, SimulationResult, base_demand
+from mrsched.simulator.scenario import PlacementMode, Scenario, policy_name
 from mrsched.simulator.workload import build_jobs
 
 
 def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
-    """No schedule can finish before either bound (both ignore contention and noise, so both are optimistic):
+    """No schedule, under any policy and in either placement mode, can finish before either bound:
 
     * work: everything from the first submission on, with the cluster's whole CPU and disk capability busy:
-      first submit + max(Σ θc / Σ_n κc·cores, Σ θd / Σ_n κd), demands at their best node (local input);
+      first submit + max(Σ cpu work / Σ_n κc·cores, Σ disk work / Σ_n κd);
     * critical path: each job's submission plus its fastest map and, after it, its fastest reduce, on the
       best node for each.
-    """
+
+    Each task's work is its demand as the engine builds it (``base_demand``: a trace's measured ``work_s``
+    included), scaled by the smallest noise factor its first attempt would draw on any node (the physics'
+    log-normal noise is drawn per node and task; failed attempts only add work); its disk work leaves out the
+    input read, which a non-local map or a reduce's shuffle takes over the network instead, and its time is the
+    shorter of reading its input locally or from a node of its rack. Start-up overhead, contention and slots
+    are left out, so both bounds are optimistic; ``tests/unit/test_bench_results.py`` checks that every
+    committed result is at or above them."""
     caps = sim.noise_free_capabilities
+    sigma = {name: cap.noise_sigma for name, cap in sim.capabilities.items()}
     cpu_capacity = sum(c.cpu_rate * c.cores for c in caps.values())
     disk_capacity = sum(c.disk_rate for c in caps.values())
     cpu_work = disk_work = 0.0
     critical = 0.0
+    shortest_map: dict[str, dict[str, float]] = {}  # job -> node -> its shortest map there (the slot bound's)
     for job in jobs:
         fastest: dict[str, float] = {}
         for task in job.maps + job.reduces:
-            demand = application(job.app).profile(task.kind).demand(task.input_mb)  # all input local
-            cpu_work += demand.cpu_s
-            disk_work += demand.disk_s
-            best = min(isolated_duration(cap, demand) for cap in caps.values())
-            fastest[task.kind] = min(fastest.get(task.kind, float("inf")), best)
+            local = base_demand(job.app, task)
+            remote = replace(local, read_mb=max(0.0, local.read_mb - task.input_mb), network_mb=task.input_mb)
+            factors = {
+                name: noise_factor(sim.seed, name, f"{task.key}#1", sigma[name]) if sigma[name] > 0 else 1.0
+                for name in caps
+            }
+            least = min(factors.values())
+            cpu_work += local.cpu_s * least
+            disk_work += remote.disk_s * least
+            # Every term of a task's time, its start-up overhead too, scales with its noise factor.
+            times = {
+                name: factors[name] * min(isolated_duration(cap, local), isolated_duration(cap, remote))
+                for name, cap in caps.items()
+            }
+            fastest[task.kind] = min(fastest.get(task.kind, float("inf")), min(times.values()))
+            if task.kind == "map":
+                held = shortest_map.setdefault(job.id, {})
+                for name, t in times.items():
+                    held[name] = min(held.get(name, float("inf")), t)
         critical = max(critical, job.submit_s + fastest.get("map", 0.0) + fastest.get("reduce", 0.0))
     first = min((j.submit_s for j in jobs), default=0.0)
     work = first + max(cpu_work / cpu_capacity, disk_work / disk_capacity)
@@ -51,30 +75,36 @@ def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
         "makespan_s": max(work, critical),
         "work_bound_s": work,
         "critical_path_s": critical,
-        "slot_bound_s": slot_bound(sim, jobs),
+        "slot_bound_s": slot_bound(sim, jobs, shortest_map),
     }
 
 
-def slot_bound(sim: Simulation, jobs: list[Job]) -> float:
-    """A lower bound for slot-based schedulers (Hadoop 1's fixed map slots; the oracle policy ignores slots):
-    the map phase alone, as the fractional assignment of every job's maps to the nodes' map slots that
-    finishes soonest (a small LP), with each map on node n holding its slot for its noise-free isolated time
-    rounded up to n's heartbeat (a slot is refilled only at a heartbeat; input local, no contention, so the
-    bound is optimistic). NaN when there are no maps."""
+def slot_bound(sim: Simulation, jobs: list[Job], shortest_map: dict[str, dict[str, float]]) -> float:
+    """A lower bound for the policies that keep to the nodes' map slots (fifo, fair, capacity): the map phase
+    alone, as the fractional assignment of every job's maps to the nodes' map slots that finishes soonest (a
+    small LP), each map on node n holding its slot at least as long as the job's shortest map there
+    (``shortest_map``: noise, remote reads and a trace's work included, no contention). In hadoop mode a slot is
+    refilled only at its node's heartbeat, so the time is rounded up to whole heartbeats; a kubernetes-mode round
+    refills it at once. NaN when there are no maps."""
     heartbeat = sim.heartbeat_s
-    caps = sim.noise_free_capabilities
-    names = [n for n in caps if sim.nodes[n].map_slots > 0]
+    names = [n for n in sim.nodes if sim.nodes[n].map_slots > 0]
     mapped = [j for j in jobs if j.maps]
     if not mapped or not names:
         return math.nan
+
+    def held(t: float) -> float:
+        if sim.mode == "hadoop":
+            return math.ceil(t / heartbeat - 1e-9) * heartbeat
+        return (
+            math.floor(t / (heartbeat / 10)) * heartbeat / 10
+        )  # down to a grid: fewer LP rows, still a bound
+
     # Jobs whose maps hold every node's slot equally long are interchangeable in the LP: one row per distinct
-    # occupancy vector, with their maps summed (exact, and what makes a whole SWIM day's 5,894 jobs solvable).
+    # occupancy vector, with their maps summed (exact, and what makes a whole SWIM day's 5,894 jobs solvable;
+    # hence the rounding to a grid).
     rows: dict[tuple[float, ...], float] = {}
     for job in mapped:
-        demand = application(job.app).profile("map").demand(job.maps[0].input_mb)
-        key = tuple(
-            math.ceil(isolated_duration(caps[name], demand) / heartbeat - 1e-9) * heartbeat for name in names
-        )
+        key = tuple(held(shortest_map[job.id][name]) for name in names)
         rows[key] = rows.get(key, 0.0) + float(len(job.maps))
     occupancy = np.array(list(rows), dtype=np.float64)
     n_jobs, n_nodes = occupancy.shape
@@ -217,6 +247,7 @@ def run_scenario(
     *,
     load_state: dict[str, Any] | None = None,
     saved_state: dict[str, Any] | None = None,
+    mode: PlacementMode | None = None,
 ) -> tuple[dict[str, Any], dict[str, SimulationResult]]:
     """Every policy on every seed (identical workload per seed), and the lower bound: the summary that
     results.json holds, and each policy's first-seed result (for plots).
@@ -226,11 +257,13 @@ def run_scenario(
     ``saved_state`` is a dict, each entry's state after its last seed's run is written into it."""
     policies = policies or scenario.policies
     seeds = seeds or scenario.seeds
+    mode = mode or scenario.modes[0]
     nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]  # input replicas go here
     out: dict[str, Any] = {
         "scenario": scenario.name,
         "source": scenario.source,
         "headline": scenario.headline,
+        "mode": mode,
         "seeds": seeds,
         "policies": {},
     }
@@ -241,8 +274,8 @@ def run_scenario(
             started = time.monotonic()
             jobs = build_jobs(scenario, nodes, seed)
 
-            def factory(oracle: Oracle, name: str = name, seed: int = seed) -> Any:
-                policy = make_policy(policy_name(name), scenario.options_for(name), seed=seed, oracle=oracle)
+            def factory(truth: TruePhysics, name: str = name, seed: int = seed) -> Any:
+                policy = make_policy(policy_name(name), scenario.options_for(name), seed=seed, truth=truth)
                 if load_state and name in load_state:
                     policy.load_state(load_state[name])
                 return policy
@@ -255,6 +288,7 @@ def run_scenario(
                 seed=seed,
                 monitor=monitor,
                 feedback=monitor is not None and name in monitor.feedback,
+                mode=mode,
             )
             if name == policies[0]:
                 bounds.append(lower_bound(sim, jobs))  # before the run: it needs the jobs untouched

@@ -17,7 +17,7 @@ Example (every key is described on its model below)::
       jobs:
         - {id: jio, app: jio, user: alice, submitS: 0, maps: 30, reduces: 1, inputMBPerMap: 64}
         - {id: pi, app: pi, user: alice, submitS: 0, maps: 200, reduces: 1}
-    policies: [fifo, fair, capacity, kube-default, oracle]
+    policies: [fifo, fair, capacity, kube-default, greedy-informed]
     seeds: [1, 2, 3, 4, 5]
 
 A policy entry is a registered policy name, or ``name:variant`` to run the same policy twice with different
@@ -43,7 +43,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
-DEFAULT_POLICIES = ("fifo", "fair", "capacity", "kube-default", "oracle")
+DEFAULT_POLICIES = ("fifo", "fair", "capacity", "kube-default", "greedy-informed")
 
 
 def policy_name(label: str) -> str:
@@ -113,14 +113,46 @@ class MonitorSpec(_Strict):
         return self
 
 
+class SlotsSpec(_Strict):
+    """One node class's slots (Hadoop 1's ``mapred.tasktracker.{map,reduce}.tasks.maximum`` on its TaskTrackers)."""
+
+    map: int = Field(ge=1)
+    reduce: int = Field(ge=0)
+
+
+#: Where a policy may place tasks when it is asked (``Simulation``'s ``mode``; results.json's ``mode``):
+#: ``hadoop``: every node heartbeats every ``heartbeatS`` and the policy places tasks on that node only
+#: (Hadoop 1's ``assignTasks(taskTracker)``), kube-default and the greedy policy included;
+#: ``kubernetes``: a cluster-wide round over every node, every ``heartbeatS`` and at once when a task ends or a
+#: job arrives, as the operator's loop runs (its watches wake it).
+PlacementMode = Literal["hadoop", "kubernetes"]
+MODES: tuple[PlacementMode, ...] = ("hadoop", "kubernetes")
+
+
 class ClusterSpec(_Strict):
     nodes: list[NodeGroup] = Field(min_length=1)
     faults: list[FaultSpec] = Field(default_factory=list)
     metrics: MetricsSpec = Field(default_factory=MetricsSpec)
-    # Slots per node for slot-based policies (Hadoop's default: 2 and 2).
+    # Slots per node for slot-based policies (Hadoop's default: 2 and 2), for classes slotsByClass leaves out.
     map_slots: int = Field(2, alias="mapSlots", ge=1)
     reduce_slots: int = Field(2, alias="reduceSlots", ge=0)
+    #: Slots per node class: a heterogeneous cluster's TaskTrackers are configured per machine (an 8-core
+    #: machine is not given a 2-core machine's slots). Each scenario says where its counts come from.
+    slots_by_class: dict[str, SlotsSpec] = Field(default_factory=dict, alias="slotsByClass")
     heartbeat_s: float = Field(3.0, alias="heartbeatS", gt=0)  # Hadoop 1's minimum TaskTracker heartbeat
+
+    def slots(self, node_class: str) -> tuple[int, int]:
+        """(map, reduce) slots of a node of ``node_class``."""
+        found = self.slots_by_class.get(node_class)
+        return (found.map, found.reduce) if found else (self.map_slots, self.reduce_slots)
+
+    @model_validator(mode="after")
+    def _classes_present(self) -> ClusterSpec:
+        present = {group.node_class for group in self.nodes}
+        unknown = sorted(set(self.slots_by_class) - present)
+        if unknown:
+            raise ValueError(f"slotsByClass names {', '.join(unknown)}: no node group has that class")
+        return self
 
 
 class HintsSpec(_Strict):
@@ -212,6 +244,8 @@ class Scenario(_Strict):
     #: Table V runs Fair with 2-7 fixed map slots against one adaptive run).
     cluster_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="clusterOverrides")
     seeds: list[int] = Field(default_factory=lambda: [1])
+    #: Placement modes to run (``PlacementMode``); ``make bench`` runs each scenario in every mode it lists.
+    modes: list[PlacementMode] = Field(default_factory=lambda: list(MODES), min_length=1)
     #: A soft-fault health monitor running beside every policy (off unless ``enabled``).
     monitor: MonitorSpec = Field(default_factory=MonitorSpec)
     base_dir: Path = Field(Path("."), exclude=True)
