@@ -81,7 +81,7 @@ def test_swim_sample_task_counts_follow_the_rule() -> None:
     assert counts == [(1, 1), (2, 0), (8192, 3), (1, 1), (1, 0)]
 
 
-def test_swim_shared_data_is_present() -> None:
+def test_swim_data_is_in_the_repository() -> None:
     assert FB_2009.is_file() and FB_2010.is_file(), f"SWIM traces expected in {SWIM_DATA}"
 
 
