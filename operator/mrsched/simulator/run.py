@@ -302,6 +302,9 @@ def run_scenario(
                     f"{result.events} events in {time.monotonic() - started:.1f} s"
                 )
     out["lower_bound"] = {k: _finite_mean([b[k] for b in bounds]) for k in bounds[0]}
+    out["lower_bound_per_seed"] = [
+        {k: (None if math.isnan(v) else v) for k, v in b.items()} for b in bounds
+    ]  # each seed's, in the order of ``seeds`` (a bound holds seed by seed)
     for name, results in raw.items():
         runs = [summarise(r) for r in results]
         first = runs[0]

@@ -1,0 +1,59 @@
+"""Every committed benchmark result is like-for-like and its bounds are bounds.
+
+Reads bench/results/<mode>/<scenario>/results.json as ``make bench`` writes them: each names the placement mode
+it ran in (and sits under that mode's directory), no policy is called an oracle, the lower bound is at or below
+every policy's makespan seed by seed, the slot bound at or below the policies that keep to the nodes' slots, and
+Capacity is reported only where it differs from FIFO (a scenario with queues)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mrsched.simulator.scenario import MODES
+
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+COMMITTED = sorted(p for mode in MODES for p in (RESULTS / mode).glob("*/results.json"))
+SLOT_KEEPERS = ("fifo", "fair", "capacity")  # bare labels: variants may run on other slots (clusterOverrides)
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_there_are_committed_results_in_every_mode() -> None:
+    for mode in MODES:
+        assert any(p.parent.parent.name == mode for p in COMMITTED), f"no results under bench/results/{mode}/"
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_result_names_its_mode_and_no_oracle(path: Path) -> None:
+    result = _load(path)
+    assert result["mode"] == path.parent.parent.name
+    assert not any(name.split(":")[0] == "oracle" for name in result["policies"])
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_lower_bound_holds_for_every_policy_and_seed(path: Path) -> None:
+    result = _load(path)
+    bounds = result["lower_bound_per_seed"]
+    assert len(bounds) == len(result["seeds"])
+    for name, policy in result["policies"].items():
+        for bound, run in zip(bounds, policy["per_seed"], strict=True):
+            assert bound["makespan_s"] <= run["makespan_s"] + 1e-6, (name, bound, run["makespan_s"])
+            if name in SLOT_KEEPERS and bound["slot_bound_s"] is not None:
+                assert bound["slot_bound_s"] <= run["makespan_s"] + 1e-6, (name, "slot bound")
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_capacity_is_reported_only_where_it_differs_from_fifo(path: Path) -> None:
+    result = _load(path)
+    policies = result["policies"]
+    if "capacity" not in policies or "fifo" not in policies:
+        return
+    fifo, capacity = policies["fifo"], policies["capacity"]
+    assert [r["mean_job_time_s"] for r in fifo["per_seed"]] != [
+        r["mean_job_time_s"] for r in capacity["per_seed"]
+    ], "Capacity equals FIFO here: a one-queue scenario should leave Capacity out"
