@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test bench bench-learning bench-steady bench-speed bench-workers bench-operator cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test bench bench-summaries bench-learning bench-steady bench-speed bench-workers bench-operator cluster-up cluster-down lock clean manifests
 
 all: test
 
@@ -39,18 +39,26 @@ unit: venv  ## tests that need no cluster
 test: deps venv binaries lint  ## everything: lint, unit tests, and tests on the local control plane
 	$(BIN)/pytest
 
-SCENARIOS := $(wildcard bench/scenarios/*.yaml)
+SCENARIOS ?= $(wildcard bench/scenarios/*.yaml)
+MODES ?= hadoop kubernetes
+BENCH_JOBS ?= $(shell nproc)
 
-bench: venv  ## every scenario under every baseline, into bench/results/<scenario>/ (commit them)
-	@set -e; for s in $(SCENARIOS); do \
-	  name=$$(basename $$s .yaml); \
-	  $(BIN)/mrsched simulate $$s --out bench/results/$$name; \
+# Each scenario in each placement mode (the same for every policy of a run) into bench/results/<mode>/<scenario>/,
+# BENCH_JOBS runs at a time; e.g. make bench SCENARIOS="bench/scenarios/gupta-ch3-*.yaml" MODES=hadoop
+bench: venv  ## every scenario under every policy it names, in both placement modes, into bench/results/ (commit them)
+	@set -e; for m in $(MODES); do for s in $(SCENARIOS); do echo "$$m $$s"; done; done \
+	  | xargs -P $(BENCH_JOBS) -L 1 sh -c 'n=$$(basename $$1 .yaml); mkdir -p bench/results/$$0; \
+	      $(BIN)/mrsched simulate $$1 --mode $$0 --out bench/results/$$0/$$n > bench/results/$$0/$$n.log 2>&1 \
+	      && rm bench/results/$$0/$$n.log && echo "$$0 $$n done" || { echo "$$0 $$n FAILED: bench/results/$$0/$$n.log"; exit 255; }'
+	$(MAKE) bench-summaries
+
+bench-summaries: venv  ## the per-paper summaries and the results index, from the committed results.json
+	@set -e; for m in $(MODES); do \
+	  for script in dara elkholy dhok tan yao; do \
+	    $(PY) bench/$${script}_summary.py --results bench/results/$$m --out bench/results/$$m/$$script-summary.md > /dev/null \
+	      || echo "$$script summary skipped in $$m (its scenarios have not run there)"; \
+	  done; \
 	done
-	$(PY) bench/dara_summary.py > /dev/null
-	$(PY) bench/elkholy_summary.py > /dev/null
-	$(PY) bench/dhok_summary.py > /dev/null
-	$(PY) bench/tan_summary.py > /dev/null
-	$(PY) bench/yao_summary.py > /dev/null
 	$(PY) bench/summarise.py bench/results > bench/results/README.md
 
 bench-learning: venv  ## ThroughputScheduler's learning curves (κ, θ, makespan) on J_IO + Pi repeated
