@@ -1,4 +1,5 @@
-"""Print a Markdown index of every scenario's results (bench/results/<scenario>/results.json).
+"""Print a Markdown index of every scenario's results, one table per placement mode
+(bench/results/<mode>/<scenario>/results.json).
 
 python bench/summarise.py bench/results > bench/results/README.md
 """
@@ -10,6 +11,10 @@ import re
 import sys
 from pathlib import Path
 
+MODES = {
+    "hadoop": "each node's heartbeat offers that node only, to every policy (Hadoop 1's assignTasks)",
+    "kubernetes": "cluster-wide rounds every heartbeat and whenever a task ends or a job arrives (the operator's loop)",
+}
 POLICIES = (
     "fifo",
     "fair",
@@ -22,13 +27,12 @@ POLICIES = (
     "adaptive-slots",
     "coupling",
     "lsps",
-    "oracle",
+    "greedy-informed",
 )
 
 
 def _scenarios(root: Path) -> list[dict[str, object]]:
-    """Every scenario report under ``root`` in natural order (dara-wl2 before dara-wl10); other reports (the
-    learning curves) are linked separately."""
+    """Every scenario report under ``root`` in natural order (dara-wl2 before dara-wl10)."""
 
     def key(path: Path) -> list[object]:
         return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.parent.name)]
@@ -37,28 +41,22 @@ def _scenarios(root: Path) -> list[dict[str, object]]:
     for results in sorted(root.glob("*/results.json"), key=key):
         data = json.loads(results.read_text())
         if "policies" in data and "lower_bound" in data:
-            found.append({**data, "_dir": results.parent.name})
+            found.append({**data, "_dir": f"{root.name}/{results.parent.name}"})
     return found
 
 
-def main(root: Path) -> None:
-    print("# Benchmark results\n")
-    print(
-        "Made by `make bench` (one `mrsched simulate` per scenario under `bench/scenarios/`). Each row: makespan"
-        " and mean job time in seconds, means over the scenario's seeds; the lower bound on makespan; each"
-        " scenario's own `report.md` has every metric and ratio, and the plots.\n"
-    )
-    header = " | ".join(f"{p} makespan / mean job" for p in POLICIES)
+def _table(scenarios: list[dict[str, object]]) -> None:
+    names = [p for p in POLICIES if any(p in s["policies"] for s in scenarios)]  # type: ignore[operator]
+    header = " | ".join(f"{p} makespan / mean job" for p in names)
     print(f"| scenario | lower bound | slot bound | {header} |")
-    print("|---|---:|---:|" + "---:|" * len(POLICIES))
-    scenarios = _scenarios(root)
+    print("|---|---:|---:|" + "---:|" * len(names))
     for data in scenarios:
         cells = []
-        for name in POLICIES:
+        for name in names:
             p = data["policies"].get(name)  # type: ignore[attr-defined]
             cells.append(f"{p['makespan_s']:.0f} / {p['mean_job_time_s']:.0f}" if p else "-")
         bounds = data["lower_bound"]
-        # The slot bound covers the map phase only: for slot-based policies both bounds hold.
+        # The slot bound covers the map phase only: for the policies that keep to the slots both bounds hold.
         slot = bounds.get("slot_bound_s")  # type: ignore[attr-defined]
         slot = max(slot, bounds["makespan_s"]) if slot else None  # type: ignore[index]
         link = f"[{data['scenario']}]({data['_dir']}/report.md)"
@@ -68,21 +66,43 @@ def main(root: Path) -> None:
             + " |"
         )
     print()
+
+
+def main(root: Path) -> None:
+    print("# Benchmark results\n")
     print(
-        "The lower bound ignores slots (the oracle too: it packs nodes up to their throughput knee); the slot"
-        " bound is the best a slot-based policy (fifo, fair, capacity, throughput) could do, heartbeat-rounded."
-        " Variants such as `throughput:known` are in each scenario's report. Learning curves:"
-        " [learning-throughput](learning-throughput/report.md); DARA's Fig 4.7 summary:"
-        " [dara-summary.md](dara-summary.md); seed 001's Tables V and VI: [elkholy-summary.md](elkholy-summary.md);"
-        " seed 000's Fig 8 and Fig 11: [dhok-summary.md](dhok-summary.md); seeds 003 and 004:"
-        " [tan-summary.md](tan-summary.md), [yao-summary.md](yao-summary.md); seed 002 ch.6 in steady state:"
-        " [gupta-ch6-steady.md](gupta-ch6-steady.md) (`bench/gupta_ch6_steady.py`).\n"
+        "Made by `make bench` (one `mrsched simulate` per scenario under `bench/scenarios/` and placement mode)."
+        " A table compares policies within one mode only: every policy of a row had the same nodes, the same"
+        " slots per node class and the same decision opportunities. Each row: makespan and mean job time in"
+        " seconds, means over the scenario's seeds; the lower bound on makespan (it holds for every policy,"
+        " seed by seed: `tests/unit/test_bench_results.py`); the slot bound (for fifo, fair and capacity, which"
+        " keep to the slots); each scenario's own `report.md` has every metric and ratio, variants such as"
+        " `throughput:known`, and the plots. A `-`: the scenario does not run that policy (Capacity is left out"
+        " where there is one queue: it is FIFO there).\n"
     )
+    found = False
+    for mode, what in MODES.items():
+        scenarios = _scenarios(root / mode)
+        if not scenarios:
+            continue
+        found = True
+        print(f"## {mode} mode\n\n{what}.\n")
+        _table(scenarios)
+        summaries = sorted(p.name for p in (root / mode).glob("*-summary.md"))
+        if summaries:
+            print("Per-paper summaries: " + ", ".join(f"[{s}]({mode}/{s})" for s in summaries) + ".\n")
+    if not found:
+        print("No results yet: run `make bench`.\n")
     print(
-        "Speed: `speed.txt` (bench/simulator_speed.py); local cluster start-up: `local-cluster-startup.txt`.\n"
+        "Speed: `speed.txt` (bench/simulator_speed.py); local cluster start-up: `local-cluster-startup.txt`;"
+        " learning curves: [learning-throughput](learning-throughput/report.md).\n"
     )
-    for data in scenarios:
-        print(f"- **{data['scenario']}** ({data['source']}): {data['headline']}")
+    seen = set()
+    for mode in MODES:
+        for data in _scenarios(root / mode):
+            if data["scenario"] not in seen:
+                seen.add(data["scenario"])
+                print(f"- **{data['scenario']}** ({data['source']}): {data['headline']}")
 
 
 if __name__ == "__main__":
