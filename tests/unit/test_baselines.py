@@ -46,19 +46,21 @@ def snapshot(ns: dict[str, Node], jobs: list[Job], now: float = 0.0) -> ClusterS
 
 
 def test_fifo_runs_jobs_in_submission_order_then_priority() -> None:
+    # Node-local input: Hadoop's FIFO hands out at most one off-switch map (maps without locations are off-switch)
+    # per heartbeat, so the jobs' maps have their input on n0 to fill both slots.
     fifo = make_policy("fifo")
-    early, late = job("early", 0.0, maps=1), job("late", 5.0, maps=3)
+    early, late = job("early", 0.0, maps=1, replicas=("n0",)), job("late", 5.0, maps=3, replicas=("n0",))
     snap = snapshot(nodes(1), [late, early])
     placed = fifo.assign(snap, "n0")
     assert [p.task.job_id for p in placed if p.task.kind == "map"] == ["early", "late"]
-    urgent = job("urgent", 9.0, maps=2, priority=1)
+    urgent = job("urgent", 9.0, maps=2, priority=1, replicas=("n0",))
     snap = snapshot(nodes(1), [early, urgent])
     assert {p.task.job_id for p in fifo.assign(snap, "n0") if p.task.kind == "map"} == {"urgent"}
 
 
 def test_fifo_fills_free_map_slots_and_hands_out_one_reduce_after_slowstart() -> None:
     fifo = make_policy("fifo")
-    j = job("j", 0.0, maps=10, reduces=3)
+    j = job("j", 0.0, maps=10, reduces=3, replicas=("n0",))  # node-local maps: no off-switch limit
     snap = snapshot(nodes(1, map_slots=2, reduce_slots=2), [j])
     placed = fifo.assign(snap, "n0")
     assert [p.task.kind for p in placed] == ["map", "map"]  # no map done yet: reduces wait (5 % slow-start)

@@ -1,27 +1,129 @@
-"""FIFO: Hadoop 1's default JobQueueTaskScheduler.
+"""FIFO: Hadoop 1's default JobQueueTaskScheduler (``JobQueueTaskScheduler.assignTasks``, JobQueueTaskScheduler.java
+lines 80-266 at Hadoop 1.2.1; see :mod:`mrsched.policies.slots` for the tag).
 
-Jobs in priority order, then submission order; each free map slot goes to the first job with a pending map
-(node-local, else rack-local, else any of its maps), and at most one reduce per heartbeat goes to the first job
-whose reduces may start (slow-start). Slots per node are fixed (``mapred.tasktracker.{map,reduce}.tasks.maximum``).
+On a node's heartbeat, as the source does:
+
+* Jobs in priority then submission order (JobQueueJobInProgressListener.FIFO_JOB_QUEUE_COMPARATOR,
+  JobQueueJobInProgressListener.java:81-97); our int priorities map to Hadoop's five levels
+  (:func:`~mrsched.policies.slots.hadoop_priority`).
+* Load factor: the node may run at most ceil(remaining map load / cluster map slots × its map slots) maps, the
+  remaining load being the maps of all jobs not finished yet, running ones included (java:110-134, 153-156), so
+  that a cluster below capacity spreads its maps over the nodes rather than filling the first to heartbeat.
+* For each such slot, the first job (in order) that has a pending map gets it: a node-local or rack-local one
+  (``obtainNewNodeOrRackLocalMapTask``, java:175-193), else an off-switch one (``obtainNewNonLocalMapTask``,
+  java:195-208). One off-switch map ends the heartbeat's maps ("at most 1 off-switch or speculative task",
+  java:204-207), so a node does not take other nodes' local maps. Maps without location information (generated
+  input) are off-switch in Hadoop: they too come one per heartbeat.
+* Padding (java:157-161, 184-189, 268-312): once the cluster's running maps plus a pad of min(node slots,
+  ``capacityPad`` × the maps of the queued jobs) reach the cluster's map slots (pad 0 on clusters of at most 3
+  nodes), the heartbeat gets one local map only. As in the source, jobs without reduces are left out of that sum.
+* Reduces: at most one per heartbeat, capped by the reduce load factor (java:214-251, the remaining reduce load
+  counting only jobs past slow-start, java:118-121); a job that cannot give one passes the turn to the next,
+  unless the reduce padding is exceeded (java:243-248).
 """
 
 from __future__ import annotations
 
-from mrsched.core.model import ClusterSnapshot, Job, Placement
-from mrsched.core.policy import register
-from mrsched.policies.slots import SlotPolicy
+from pydantic import Field
+
+from mrsched.core.model import ClusterSnapshot, Job, Placement, TaskType
+from mrsched.core.policy import PolicyConfig, register
+from mrsched.policies.slots import SlotPolicy, hadoop_priority, load_capacity
+
+#: JobQueueTaskScheduler.MIN_CLUSTER_SIZE_FOR_PADDING (JobQueueTaskScheduler.java:36): no padding on clusters of
+#: at most this many TaskTrackers.
+MIN_CLUSTER_SIZE_FOR_PADDING = 3
 
 
 def fifo_order(jobs: list[Job]) -> list[Job]:
-    return sorted(jobs, key=lambda j: (-j.priority, j.submit_s))
+    """Hadoop's FIFO job order: priority (five levels), then submission time (JobQueueJobInProgressListener.java:
+    81-97; a stable sort keeps submission order for equal times, as the job-id tie-break does)."""
+    return sorted(jobs, key=lambda j: (-hadoop_priority(j), j.submit_s))
+
+
+class FifoConfig(PolicyConfig):
+    #: mapred.jobtracker.taskalloc.capacitypad (JobQueueTaskScheduler.java:74-75, default 0.01).
+    capacity_pad: float = Field(0.01, alias="capacityPad", ge=0)
 
 
 @register
 class Fifo(SlotPolicy):
     name = "fifo"
+    Config = FifoConfig
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         ordered = fifo_order(snapshot.jobs)
-        placements = self.fill_maps(snapshot, node, ordered, "first job in submission order")
-        placements += self.one_reduce(snapshot, node, ordered, "first job in submission order")
+        placements = self._maps(snapshot, node, ordered)
+        placements += self._reduce(snapshot, node, ordered)
         return placements
+
+    def _maps(self, snapshot: ClusterSnapshot, node: str, ordered: list[Job]) -> list[Placement]:
+        slots = snapshot.nodes[node].map_slots
+        remaining = sum(len(j.maps) - j.finished_maps for j in ordered)  # desiredMaps - finishedMaps
+        cluster = sum(n.map_slots for n in snapshot.nodes.values())
+        current = min(load_capacity(slots, remaining, cluster), slots)
+        available = current - snapshot.running_on(node, "map")
+        if available <= 0:
+            return []
+        exceeded = self._exceeded_padding(snapshot, ordered, "map", slots)
+        placements: list[Placement] = []
+        why = f"first job in FIFO order; node may run {current} of {slots} maps (load factor)"
+        for _ in range(available):
+            for job in ordered:
+                local = self.pick_node_or_rack_local(job, snapshot, node)
+                if local is not None:
+                    task, level = local
+                    placements.append(self.place(snapshot, task, node, f"{why}; {level}-local"))
+                    if exceeded:  # padding: the heartbeat gets this one map only
+                        return placements
+                    break
+                other = self.pick_map(job, snapshot, node)  # node and rack found nothing: off-switch
+                if other is not None:
+                    task, level = other
+                    placements.append(
+                        self.place(
+                            snapshot, task, node, f"{why}; {level}-local, the heartbeat's one off-switch map"
+                        )
+                    )
+                    return placements
+            else:
+                return placements  # no job has a map for this node
+        return placements
+
+    def _reduce(self, snapshot: ClusterSnapshot, node: str, ordered: list[Job]) -> list[Placement]:
+        slots = snapshot.nodes[node].reduce_slots
+        remaining = sum(len(j.reduces) - j.finished_reduces for j in ordered if j.reduces_allowed())
+        cluster = sum(n.reduce_slots for n in snapshot.nodes.values())
+        current = min(load_capacity(slots, remaining, cluster), slots)
+        if min(current - snapshot.running_on(node, "reduce"), 1) <= 0:
+            return []
+        exceeded = self._exceeded_padding(snapshot, ordered, "reduce", slots)
+        for job in ordered:
+            if not job.reduces:
+                continue
+            task = self.pick_reduce(job)
+            if task is not None:
+                return [self.place(snapshot, task, node, "first job in FIFO order; one reduce per heartbeat")]
+            if exceeded:
+                break
+        return []
+
+    def _exceeded_padding(
+        self, snapshot: ClusterSnapshot, ordered: list[Job], kind: TaskType, tracker_slots: int
+    ) -> bool:
+        """JobQueueTaskScheduler.exceededPadding (java:268-312): is the cluster so close to full that the pad
+        for failures and speculative tasks would be eaten?"""
+        cfg: FifoConfig = self.config  # type: ignore[assignment]
+        running = sum(j.running(kind) for j in ordered)
+        capacity = sum(n.slots(kind) for n in snapshot.nodes.values())
+        needed = 0
+        for job in ordered:
+            if not job.reduces:  # as the source: jobs without reduces are skipped, for maps too
+                continue
+            needed += len(job.tasks(kind))
+            pad = 0
+            if len(snapshot.nodes) > MIN_CLUSTER_SIZE_FOR_PADDING:
+                pad = min(tracker_slots, int(needed * cfg.capacity_pad))
+            if running + pad >= capacity:
+                return True
+        return False

@@ -1,11 +1,43 @@
 """What Hadoop's slot schedulers share: fixed map and reduce slots per node, finding a job's next map by
-locality, at most one reduce per heartbeat, and the explanation a placement carries."""
+locality, at most one reduce per heartbeat, Hadoop's job priorities, and the explanation a placement carries.
+
+Hadoop sources cited in the baselines (fifo.py, fair.py, capacity.py) are Apache Hadoop 1.2.1, git tag
+``release-1.2.1`` of apache/hadoop-common (commit 3e08c57483b8); line numbers are that tag's.
+"""
 
 from __future__ import annotations
+
+import math
 
 from mrsched.core.locality import Level, MapIndex
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement, Task, TaskOutcome
 from mrsched.core.policy import Policy
+
+#: Hadoop's five JobPriority levels (src/mapred/org/apache/hadoop/mapred/JobPriority.java: VERY_HIGH, HIGH,
+#: NORMAL, LOW, VERY_LOW). Our Job.priority is an int: 0 is NORMAL, +1 HIGH, +2 VERY_HIGH, -1 LOW, -2 VERY_LOW;
+#: values beyond ±2 are clamped to the nearest level (Hadoop has no sixth level).
+PRIORITY_NAMES = {2: "VERY_HIGH", 1: "HIGH", 0: "NORMAL", -1: "LOW", -2: "VERY_LOW"}
+
+
+def hadoop_priority(job: Job) -> int:
+    """``job.priority`` clamped to Hadoop's five levels (+2 VERY_HIGH ... -2 VERY_LOW)."""
+    return max(-2, min(2, job.priority))
+
+
+def priority_factor(job: Job) -> float:
+    """The Fair Scheduler's job weight for a priority (FairScheduler.getPriorityFactor, FairScheduler.java:806-814):
+    VERY_HIGH 4, HIGH 2, NORMAL 1, LOW 0.5, VERY_LOW 0.25, i.e. 2 ** level."""
+    return 2.0 ** hadoop_priority(job)
+
+
+def load_capacity(tracker_slots: int, remaining: int, cluster_slots: int) -> int:
+    """How many tasks of a kind Hadoop 1 lets one TaskTracker run while the cluster is below capacity, so that
+    tasks spread over the nodes instead of piling on the first to heartbeat: ceil(tracker slots × min(1,
+    remaining / cluster slots)). JobQueueTaskScheduler.assignTasks (JobQueueTaskScheduler.java:126-134,
+    153-155, 218-220: the "load factor") and the Fair Scheduler's CapBasedLoadManager.getCap
+    (CapBasedLoadManager.java:45-48, with mapred.fairscheduler.load.max.diff = 0) compute the same number."""
+    load = remaining / cluster_slots if cluster_slots > 0 else 0.0
+    return math.ceil(tracker_slots * min(1.0, load))
 
 
 class SlotPolicy(Policy):
@@ -40,6 +72,23 @@ class SlotPolicy(Policy):
         if job.finished_maps + job.running_maps >= len(job.maps):
             return None  # nothing pending: skip the index
         return self.map_index(job, snapshot).best(snapshot.nodes[node], max_level)
+
+    def pick_node_or_rack_local(
+        self, job: Job, snapshot: ClusterSnapshot, node: str
+    ) -> tuple[Task, Level] | None:
+        """A pending map with a replica on ``node``, else in its rack: JobInProgress.obtainNewNodeOrRackLocalMapTask
+        (JobInProgress.java:1425-1429). Maps without location information are not found here: findNewMapTask
+        returns them only to off-switch requests (JobInProgress.java:2386-2388 end the local search with -1;
+        the ``nonLocalMaps`` list comes after, at 2428-2436), so Hadoop counts them as off-switch maps."""
+        if job.finished_maps + job.running_maps >= len(job.maps):
+            return None
+        index = self.map_index(job, snapshot)
+        if index.has_local(node):
+            return index.by_node[node][0], "node"
+        rack = snapshot.nodes[node].rack
+        if index.has_rack_local(rack):
+            return index.by_rack[rack][0], "rack"
+        return None
 
     @staticmethod
     def pick_reduce(job: Job) -> Task | None:
