@@ -7,7 +7,10 @@ contrib/capacity-scheduler CapacityTaskScheduler.java and CapacitySchedulerQueue
 
 from __future__ import annotations
 
+import pytest
+
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task
+from mrsched.core.policy import PolicyConfigError
 from mrsched.policies import make_policy
 from mrsched.policies.fifo import fifo_order
 
@@ -107,3 +110,93 @@ def test_fifo_order_uses_hadoops_five_priority_levels() -> None:
     # JobPriority has five levels: +3 and +2 are both VERY_HIGH, so submission order decides.
     higher, high = job("p3", 5.0, priority=3), job("p2", 0.0, priority=2)
     assert [j.id for j in fifo_order([higher, high])] == ["p2", "p3"]
+
+
+# --- Capacity -------------------------------------------------------------------------------------------------
+
+
+def test_capacity_gives_an_idle_slot_to_a_user_over_the_limit_when_nobody_else_can_use_it() -> None:
+    # The issue's case: 4 slots, alice runs 2 with 8 maps pending, bob runs 1 and has nothing pending. Hadoop
+    # counts only users with pending tasks (CapacitySchedulerQueue.update, java:582-604; assignSlotsToJob,
+    # java:1139-1196): alice is the only active user, her limit is the queue's 4 slots, and the slot is hers.
+    cap = make_policy("capacity", {"minimumUserLimitPercent": 25})
+    alice, bob = job("a", 0.0, maps=10, user="alice", replicas=("n0",)), job("b", 1.0, maps=1, user="bob")
+    snap = snapshot(nodes(2), [alice, bob])
+    run(snap, alice, "n1", 2)
+    run(snap, bob, "n0")
+    assert maps_of(cap.assign(snap, "n0")) == ["a"]
+    # With bob's work pending, the limit is ceil(4 / 2) = 2: alice is skipped and bob gets it.
+    cap = make_policy("capacity", {"minimumUserLimitPercent": 25})
+    alice, bob = job("a", 0.0, maps=10, user="alice", replicas=("n0",)), job("b", 1.0, maps=3, user="bob")
+    snap = snapshot(nodes(2), [alice, bob])
+    run(snap, alice, "n1", 2)
+    run(snap, bob, "n0")
+    assert maps_of(cap.assign(snap, "n0")) == ["b"]
+
+
+def test_capacity_maximum_caps_a_queue_even_when_the_cluster_is_idle_otherwise() -> None:
+    # maximum-capacity (CapacitySchedulerQueue.assignSlotsToQueue, java:1109-1125): 50 % of 8 slots = 4.
+    options = {"capacities": {"prod": 25, "dev": 75}, "maximumCapacity": {"prod": 50}, "userLimitFactor": 10}
+    cap = make_policy("capacity", options)
+    prod = job("p", maps=20, queue="prod", replicas=("n0",))
+    snap = snapshot(nodes(2, map_slots=4), [prod])
+    run(snap, prod, "n1", 3)
+    assert maps_of(cap.assign(snap, "n0")) == ["p"]  # the 4th slot, and no more although 3 are idle
+    assert cap.assign(snap, "n0") == []
+    with pytest.raises(PolicyConfigError, match="below its capacity"):
+        make_policy("capacity", {"capacities": {"prod": 50}, "maximumCapacity": {"prod": 25}})
+
+
+def test_capacity_a_lone_user_stays_within_the_queue_capacity_times_the_user_limit_factor() -> None:
+    # user-limit-factor, 1 by default (CapacitySchedulerConf.java:147-149; capacity_scheduler.xml: "a single
+    # user can never take more than the queue's configured capacity irrespective of how idle the cluster is").
+    options: dict[str, object] = {"capacities": {"a": 50, "b": 50}}
+    solo = job("s", maps=20, queue="a", replicas=("n0",))
+    snap = snapshot(nodes(2, map_slots=4), [solo])
+    run(snap, solo, "n1", 4)  # queue a's capacity: 4 of 8 slots
+    assert make_policy("capacity", options).assign(snap, "n0") == []
+    assert maps_of(make_policy("capacity", {**options, "userLimitFactor": 2}).assign(snap, "n0")) == ["s"] * 4
+
+
+def test_capacity_in_slots_is_rounded_down_from_the_current_slots() -> None:
+    # updateCapacities (CapacitySchedulerQueue.java:189-198): (int)(percent × slots / 100). On 3 slots, 60 % and
+    # 40 % are 1 slot each: both queues run 1 and are equally full, and the tie goes to dev by name. (Two users
+    # a queue, so that the user limit leaves the second user a slot.)
+    cap = make_policy("capacity", {"capacities": {"prod": 60, "dev": 40}})
+    p1, p2 = job("p1", 0.0, maps=5, queue="prod", user="p1"), job("p2", 1.0, maps=5, queue="prod", user="p2")
+    d1, d2 = job("d1", 0.0, maps=5, queue="dev", user="d1"), job("d2", 1.0, maps=5, queue="dev", user="d2")
+    snap = snapshot(nodes(3, map_slots=1), [p1, p2, d1, d2])
+    run(snap, p1, "n1")
+    run(snap, d1, "n2")
+    assert maps_of(cap.assign(snap, "n0")) == ["d2"]
+
+
+def test_capacity_queue_by_user_gives_each_user_an_equal_queue() -> None:
+    # Our reading for papers that name users, not queues: each user is a queue of equal capacity.
+    alice, bob = job("a", 0.0, maps=10, user="alice"), job("b", 1.0, maps=10, user="bob")
+    snap = snapshot(nodes(2), [alice, bob])
+    run(snap, alice, "n1", 2)  # alice's queue is full (2 of 4 slots), bob's is empty
+    assert maps_of(make_policy("capacity", {"queueBy": "user"}).assign(snap, "n0")) == ["b"]
+    assert maps_of(make_policy("capacity").assign(snap, "n0")) == ["a"]  # one queue: FIFO within it
+
+
+def test_capacity_waits_for_locality_and_places_one_off_switch_map_per_heartbeat() -> None:
+    # MapSchedulingMgr.obtainNewTask (CapacityTaskScheduler.java:511-544) and JobInProgress.scheduleOffSwitch
+    # (JobInProgress.java:1465-1471): the job's input is on 1 of 2 nodes (wait factor 0.5), so it goes
+    # off-switch once it has missed more than min(8 maps, 2 nodes) × 0.5 = 1 opportunity; then the heartbeat's
+    # maps end (maximum-tasks-after-offswitch = 0, java:1115-1132).
+    cap = make_policy("capacity")
+    far = job("far", maps=8, replicas=("n1",))
+    snap = snapshot(nodes(2, racks=2, map_slots=4), [far])
+    assert cap.assign(snap, "n0") == []  # 1 opportunity missed
+    placed = cap.assign(snap, "n0")
+    assert maps_of(placed) == ["far"] and "off-switch" in placed[0].explanation.reason
+
+
+def test_capacity_ignores_priorities_unless_the_queue_supports_them() -> None:
+    # supports-priority is false by default (CapacitySchedulerConf.java:150-151): jobs by start time only.
+    urgent, early = job("urgent", 5.0, priority=2), job("early", 0.0)
+    snap = snapshot(nodes(1, map_slots=1), [urgent, early])
+    assert maps_of(make_policy("capacity").assign(snap, "n0")) == ["early"]
+    snap = snapshot(nodes(1, map_slots=1), [job("urgent", 5.0, priority=2), job("early", 0.0)])
+    assert maps_of(make_policy("capacity", {"supportsPriority": True}).assign(snap, "n0")) == ["urgent"]
