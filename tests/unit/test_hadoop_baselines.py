@@ -12,7 +12,9 @@ import pytest
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task
 from mrsched.core.policy import PolicyConfigError
 from mrsched.policies import make_policy
+from mrsched.policies.fair import Fair
 from mrsched.policies.fifo import fifo_order
+from mrsched.policies.slots import priority_factor
 
 
 def nodes(count: int = 2, *, racks: int = 1, map_slots: int = 2, reduce_slots: int = 1) -> dict[str, Node]:
@@ -60,6 +62,118 @@ def run(snap: ClusterSnapshot, j: Job, node: str, count: int = 1, kind: str = "m
 
 def maps_of(placements: list[Placement]) -> list[str]:
     return [p.task.job_id for p in placements if p.task.kind == "map"]
+
+
+# --- Fair -----------------------------------------------------------------------------------------------------
+
+
+def test_fair_assign_multiple_maps_caps_the_maps_of_a_heartbeat() -> None:
+    # mapred.fairscheduler.assignmultiple.maps (FairScheduler.java:192-193, 564-574).
+    fair = make_policy("fair", {"assignMultiple": True, "assignMultipleMaps": 2})
+    j = job("j", maps=8, replicas=("n0",))
+    assert maps_of(fair.assign(snapshot(nodes(1, map_slots=4), [j]), "n0")) == ["j", "j"]
+
+
+def test_fair_load_manager_spreads_the_maps_over_the_nodes() -> None:
+    # CapBasedLoadManager.getCap (CapBasedLoadManager.java:45-48): 4 maps wanted on 8 slots: a node of 4 slots
+    # runs at most ceil(4 × 4/8) = 2 of them.
+    fair = make_policy("fair", {"assignMultiple": True})
+    j = job("j", maps=4)
+    assert maps_of(fair.assign(snapshot(nodes(2, map_slots=4), [j]), "n0")) == ["j", "j"]
+
+
+def test_fair_without_assign_multiple_hands_out_one_task_per_heartbeat() -> None:
+    # FairScheduler.assignTasks (java:480-504): one task, of the kind the node runs fewer of (maps on a tie).
+    fair = make_policy("fair", {"assignMultiple": False})
+    j = job("j", maps=10, reduces=2)
+    j.finished_maps = 1  # past the 5 % slow-start: reduces may start
+    snap = snapshot(nodes(1, map_slots=2, reduce_slots=2), [j])
+    assert [p.task.kind for p in fair.assign(snap, "n0")] == ["map"]
+    assert [p.task.kind for p in fair.assign(snap, "n0")] == ["reduce"]  # the node now runs 1 map, 0 reduces
+
+
+def test_fair_default_locality_delay_is_one_and_a_half_heartbeats() -> None:
+    # FairScheduler.update (java:672-678): without a configured delay, node and rack delays are
+    # min(15 s, 1.5 × the JobTracker's heartbeat interval): 3 s for a 2 s heartbeat.
+    fair = make_policy("fair")
+    j = job("j", maps=2, replicas=("n0",))
+    snap = snapshot(nodes(3, racks=1), [j], heartbeat_s=2.0)
+    assert fair.assign(snap, "n1") == []  # not node-local: skipped, starts waiting
+    snap.now = 2.9
+    assert fair.assign(snap, "n2") == []  # waited 2.9 s < 3 s: still node-local only
+    snap.now = 3.0
+    got = fair.assign(snap, "n1")
+    assert got and "rack-local (allowed rack)" in got[0].explanation.reason
+    assert isinstance(fair, Fair)
+    assert fair.locality_delays(2.0) == (3.0, 3.0)
+    assert fair.locality_delays(20.0) == (15.0, 15.0)  # MAX_AUTOCOMPUTED_LOCALITY_DELAY (java:69-70)
+    explicit = make_policy("fair", {"nodeLocalityDelayS": 15})
+    assert isinstance(explicit, Fair) and explicit.locality_delays(2.0) == (15.0, 3.0)
+
+
+def test_fair_locality_wait_grows_only_over_heartbeats_after_a_skip() -> None:
+    # updateLocalityWaitTimes (java:579-589) and the end of assignTasks (java:547-553): a job's wait grows by
+    # the time to the next heartbeat only when it was looked at and launched nothing; a job that others keep
+    # ahead of it is not waiting for locality.
+    options = {
+        "nodeLocalityDelayS": 5,
+        "rackLocalityDelayS": 5,
+        "weights": {"a": 100.0},
+        "assignMultiple": True,
+    }
+    fair = make_policy("fair", options)
+    ns = nodes(4, racks=2)  # n0, n2 in r0; n1, n3 in r1
+    first, b = job("A1", maps=1, user="a"), job("B", maps=5, user="b", replicas=("n0",))
+    snap = snapshot(ns, [first, b])
+    run(snap, b, "n0")  # b's pool runs 1 map, so the heavy pool a always comes first
+    assert maps_of(fair.assign(snap, "n1")) == ["A1"]  # then B is looked at: not local, skipped (t = 0)
+    second = job("A2", maps=20, user="a")
+    snap.jobs.append(second)
+    snap.touch(jobs_changed=True)
+    snap.now = 1.0
+    assert maps_of(fair.assign(snap, "n3")) == ["A2", "A2"]  # B waited 0 → 1 s, and is not looked at
+    snap.jobs.remove(second)
+    fair.on_job_finished(second, 20.0)
+    snap.touch(jobs_changed=True)
+    snap.now = 20.0
+    assert fair.assign(snap, "n1") == []  # B has waited 1 s, not 20: node-local only
+    snap.now = 26.0
+    assert fair.assign(snap, "n1") == []  # 7 s: rack-local allowed, but n1 is in the other rack
+    snap.now = 30.0
+    got = fair.assign(snap, "n1")  # 11 s ≥ 5 + 5: any node
+    assert maps_of(got) == ["B"] and "off-local (allowed off)" in got[0].explanation.reason
+
+
+def test_fair_job_weight_is_its_priority_factor() -> None:
+    # FairScheduler.getJobWeight / getPriorityFactor (java:783-814): HIGH weighs 2, so within a pool a HIGH job
+    # running 3 maps (3/2) comes before a NORMAL one running 2 (2/1).
+    assert [priority_factor(job("x", priority=p)) for p in (5, 2, 1, 0, -1, -2, -7)] == [
+        4.0,
+        4.0,
+        2.0,
+        1.0,
+        0.5,
+        0.25,
+        0.25,
+    ]
+    fair = make_policy("fair")
+    high, normal = job("high", 5.0, maps=10, priority=1), job("normal", 0.0, maps=10)
+    high.running_maps, normal.running_maps = 3, 2
+    assert maps_of(fair.assign(snapshot(nodes(1, map_slots=1), [normal, high]), "n0")) == ["high"]
+    # A pool's weight is only what is configured (PoolSchedulable.getWeight, java:124-126): alice's VERY_HIGH
+    # job does not make her pool heavier than bob's.
+    fair = make_policy("fair")
+    urgent, plain = job("urgent", maps=10, user="alice", priority=2), job("plain", maps=10, user="bob")
+    urgent.running_maps, plain.running_maps = 2, 1
+    assert maps_of(fair.assign(snapshot(nodes(1, map_slots=1), [urgent, plain]), "n0")) == ["plain"]
+
+
+def test_fair_pools_tied_on_share_go_by_name() -> None:
+    # FairShareComparator (SchedulingAlgorithms.java:90-96) breaks ties by start time, 0 for every pool
+    # (PoolSchedulable.java:143-145), then by name: amy before zed although zed's job came first.
+    fair = make_policy("fair", {"assignMultiple": False})
+    zed, amy = job("z", 0.0, maps=5, user="zed"), job("a", 9.0, maps=5, user="amy")
+    assert maps_of(fair.assign(snapshot(nodes(1), [zed, amy]), "n0")) == ["a"]
 
 
 # --- FIFO -----------------------------------------------------------------------------------------------------

@@ -1,17 +1,43 @@
-"""The Hadoop Fair Scheduler (Hadoop 1 ``FairScheduler``), with delay scheduling.
+"""The Hadoop Fair Scheduler (Hadoop 1 ``FairScheduler``, src/contrib/fairscheduler at Hadoop 1.2.1; see
+:mod:`mrsched.policies.slots` for the tag), with delay scheduling.
 
-* Pools, one per user (or per queue): a pool has a weight and a minimum share (slots).
+* Pools, one per user (``mapred.fairscheduler.poolnameproperty`` = user.name, PoolManager.java:127-128) or per
+  queue: a pool has a weight (``weights``, default 1.0: PoolManager.getPoolWeight, PoolManager.java:516-522) and a
+  minimum share (slots). A pool's weight is only what is configured: Hadoop 1 does not sum its jobs' weights
+  into it (PoolSchedulable.getWeight, PoolSchedulable.java:124-126).
+* A job's weight is its priority factor (FairScheduler.getJobWeight and getPriorityFactor,
+  FairScheduler.java:783-814: VERY_HIGH 4, HIGH 2, NORMAL 1, LOW 0.5, VERY_LOW 0.25; our int priority +2..-2,
+  clamped, see :func:`~mrsched.policies.slots.priority_factor`) times ``Job.weight`` (our extension, 1 by
+  default, in the place of Hadoop's optional WeightAdjuster). It orders jobs within a pool (``jobOrder: fair``).
 * Fair shares (what Hadoop displays and preempts by) are its ``computeFairShares``: find the ratio R such
   that Σ_p clamp(R·weight_p, minShare_p, demand_p) equals min(total slots, total demand), by doubling then
   binary search.
-* On a heartbeat, pools are ordered by Hadoop's ``FairShareComparator``: pools below their minimum share
-  ("needy") first, by running/minShare; then the rest by running/weight; ties by the earliest job. Within a
-  pool, jobs are ordered the same way (``fair``) or by submission (``fifo``).
-* Delay scheduling (Zaharia et al., as in Hadoop 1): a job that cannot launch a node-local map is skipped;
-  once it has waited ``nodeLocalityDelayS`` it may launch rack-local, after ``rackLocalityDelayS`` more any map.
-  Launching resets its wait and records the level it launched at.
-* As Hadoop 1 by default (``mapred.fairscheduler.assignmultiple=false``), at most one map and one reduce per
-  heartbeat; ``assignMultiple`` fills every free slot instead.
+* On a heartbeat, pools are ordered by Hadoop's ``FairShareComparator`` (SchedulingAlgorithms.java:68-99): pools
+  below their minimum share ("needy") first, by running/minShare; then the rest by running/weight; ties by
+  start time (0 for every pool, PoolSchedulable.java:143-145) and then name. Within a pool, jobs are ordered
+  the same way with their weights (``fair``), or by priority then submission (``fifo``: FifoComparator,
+  SchedulingAlgorithms.java:38-53).
+* The heartbeat (FairScheduler.assignTasks, FairScheduler.java:400-557): with ``assignMultiple`` (Hadoop 1.x's
+  default, ``mapred.fairscheduler.assignmultiple`` = true, FairScheduler.java:190-191) it hands out tasks one at
+  a time until no map and no reduce can go: at most the node's free slots of each kind, or
+  ``assignMultipleMaps``/``assignMultipleReduces`` (``mapred.fairscheduler.assignmultiple.maps/.reduces``, -1 =
+  no cap, FairScheduler.java:192-195, maxTasksToAssign 564-574), and never beyond the load manager's cap
+  (CapBasedLoadManager, the default ``mapred.fairscheduler.loadmanager``, FairScheduler.java:167-169): a node
+  runs at most ceil(its slots × min(1, demand / cluster slots)) tasks of a kind
+  (CapBasedLoadManager.java:45-63). Each step takes the kind the node runs fewer of, maps on a tie
+  (FairScheduler.java:488-504). Without ``assignMultiple``, one task per heartbeat (java:480-486).
+* Delay scheduling (Zaharia et al., as in Hadoop 1's getAllowedLocalityLevel, FairScheduler.java:620-660): a
+  job whose last map was node-local may launch only node-local maps until it has waited
+  ``nodeLocalityDelayS``, rack-local ones until it has waited ``nodeLocalityDelayS + rackLocalityDelayS``,
+  then any; after a rack-local launch it waits ``rackLocalityDelayS`` for any. The wait counts as Hadoop
+  counts it (updateLocalityWaitTimes, java:579-589, and the end of assignTasks, java:547-553): a job that was
+  looked at on a heartbeat and launched no map there is "skipped", and the time to the next heartbeat (of any
+  node) is added to its wait; a launch resets it (updateLastMapLocalityLevel, java:595-605). Jobs whose maps
+  have no location information may launch anywhere (java:628-630). Unset delays are Hadoop's default,
+  computed from the heartbeat: min(15 s, 1.5 × ``snapshot.heartbeat_s``) for both (FairScheduler.update,
+  java:672-678, MAX_AUTOCOMPUTED_LOCALITY_DELAY java:69-70, ``getNextHeartbeatInterval`` being the
+  heartbeat). (Hadoop auto-computes both as soon as either is unset, java:202-212; here a delay that is set
+  is kept.)
 """
 
 from __future__ import annotations
@@ -27,9 +53,10 @@ from pydantic import Field
 from mrsched.core.locality import LEVEL_RANK, Level
 from mrsched.core.model import ClusterSnapshot, Job, Placement, TaskType
 from mrsched.core.policy import PolicyConfig, register
-from mrsched.policies.slots import SlotPolicy
+from mrsched.policies.slots import SlotPolicy, hadoop_priority, load_capacity, priority_factor
 
 _LEVELS: tuple[Level, ...] = ("node", "rack", "off")
+_KINDS: tuple[TaskType, TaskType] = ("map", "reduce")
 
 
 def compute_fair_shares(
@@ -57,6 +84,22 @@ def compute_fair_shares(
     return [share(i, high) for i in range(len(weights))]
 
 
+def _pool_key(pool: _Pool) -> tuple[int, float, str]:
+    """Hadoop's FairShareComparator for pools (SchedulingAlgorithms.java:68-99) as a sort key: needy pools
+    (running < min(minShare, demand)) first by running/minShare, then the rest by running/weight; ties by start
+    time (0 for every pool, PoolSchedulable.java:143-145), then by name."""
+    floor = min(pool.min_share, pool.demand)
+    if pool.running < floor:
+        return (0, pool.running / max(floor, 1.0), pool.name)
+    return (1, pool.running / pool.weight, pool.name)
+
+
+def job_weight(job: Job) -> float:
+    """A job's Fair weight: Hadoop's priority factor (FairScheduler.getJobWeight, FairScheduler.java:783-803,
+    without sizebasedweight) times ``Job.weight``."""
+    return priority_factor(job) * job.weight
+
+
 class _Order:
     """Pools sorted by the FairShareComparator key, each with its jobs sorted, updated in place on a placement."""
 
@@ -65,20 +108,16 @@ class _Order:
     ):
         self.fair, self.kind, self.fingerprint = fair, kind, fingerprint
         self.pools = [p for p in fair.pools(snapshot, kind) if p.demand > p.running]
-        self.pool_keys = {p.name: self._pool_key(p) for p in self.pools}
+        self.pool_keys = {p.name: _pool_key(p) for p in self.pools}
         self.pools.sort(key=lambda p: self.pool_keys[p.name])
         for pool in self.pools:
             pool.jobs.sort(key=self._job_key)
 
-    def _pool_key(self, pool: _Pool) -> tuple[float, ...]:
-        return _key(
-            pool.running, pool.weight, pool.min_share, pool.demand, min(j.submit_s for j in pool.jobs)
-        )
-
     def _job_key(self, job: Job) -> tuple[float, ...]:
-        if self.fair.cfg.job_order == "fifo":
-            return (-job.priority, job.submit_s)
-        return _key(job.running(self.kind), job.weight, 0, 1, job.submit_s)
+        if self.fair.cfg.job_order == "fifo":  # FifoComparator: priority, then start time
+            return (-hadoop_priority(job), job.submit_s)
+        # FairShareComparator with a job's minShare of 0 (JobSchedulable.getMinShare): running / weight.
+        return (job.running(self.kind) / job_weight(job), job.submit_s)
 
     def jobs(self) -> Iterator[Job]:
         for pool in self.pools:
@@ -91,7 +130,7 @@ class _Order:
         index = next(i for i, p in enumerate(self.pools) if p.name == name)
         pool = self.pools.pop(index)
         pool.running += 1
-        key = self.pool_keys[pool.name] = self._pool_key(pool)
+        key = self.pool_keys[pool.name] = _pool_key(pool)
         keys = [self.pool_keys[p.name] for p in self.pools]
         self.pools.insert(bisect.bisect_right(keys, key), pool)
         del pool.jobs[next(i for i, j in enumerate(pool.jobs) if j is job)]  # identity: Job's == is costly
@@ -104,15 +143,32 @@ class FairConfig(PolicyConfig):
     weights: dict[str, float] = Field(default_factory=dict)  # pool -> weight (default 1)
     min_shares: dict[str, int] = Field(default_factory=dict, alias="minShares")  # pool -> slots
     job_order: Literal["fair", "fifo"] = Field("fair", alias="jobOrder")
-    node_locality_delay_s: float = Field(4.5, alias="nodeLocalityDelayS", ge=0)  # 1.5 × a 3 s heartbeat
-    rack_locality_delay_s: float = Field(4.5, alias="rackLocalityDelayS", ge=0)
-    assign_multiple: bool = Field(False, alias="assignMultiple")
+    # mapred.fairscheduler.locality.delay.node / .rack; None: Hadoop's min(15 s, 1.5 × heartbeat).
+    node_locality_delay_s: float | None = Field(None, alias="nodeLocalityDelayS", ge=0)
+    rack_locality_delay_s: float | None = Field(None, alias="rackLocalityDelayS", ge=0)
+    assign_multiple: bool = Field(False, alias="assignMultiple")  # mapred.fairscheduler.assignmultiple
+    # mapred.fairscheduler.assignmultiple.maps / .reduces: tasks of a kind per heartbeat, -1 = the free slots.
+    assign_multiple_maps: int = Field(-1, alias="assignMultipleMaps", ge=-1)
+    assign_multiple_reduces: int = Field(-1, alias="assignMultipleReduces", ge=-1)
+
+
+#: FairScheduler.MAX_AUTOCOMPUTED_LOCALITY_DELAY (FairScheduler.java:69-70): 15 s.
+MAX_AUTOCOMPUTED_LOCALITY_DELAY_S = 15.0
+
+
+def default_locality_delay(heartbeat_s: float) -> float:
+    """Hadoop 1's locality delay when none is configured: 1.5 × the JobTracker's next heartbeat interval, at most
+    15 s (FairScheduler.update, FairScheduler.java:672-678)."""
+    return min(MAX_AUTOCOMPUTED_LOCALITY_DELAY_S, 1.5 * heartbeat_s)
 
 
 @dataclass
 class _Wait:
-    level: int = 0  # index into _LEVELS of the last level the job launched at (or was allowed)
-    since: float | None = None  # when it started waiting at that level
+    """Hadoop's per-job delay-scheduling variables (FairScheduler.JobInfo, FairScheduler.java:116-131)."""
+
+    level: int = 0  # lastMapLocalityLevel as an index into _LEVELS (NODE at first)
+    waited: float = 0.0  # timeWaitedForLocalMap, seconds
+    skipped: bool = False  # skippedAtLastHeartbeat
 
 
 @dataclass
@@ -128,14 +184,6 @@ class _Pool:
         return self.running < min(self.min_share, self.demand)
 
 
-def _key(running: float, weight: float, min_share: float, demand: float, start: float) -> tuple[float, ...]:
-    """Hadoop's FairShareComparator as a sort key: needy first by running/minShare, then running/weight."""
-    floor = min(min_share, demand)
-    if running < floor:
-        return (0, running / max(floor, 1.0), start)
-    return (1, running / weight, start)
-
-
 @register
 class Fair(SlotPolicy):
     name = "fair"
@@ -146,6 +194,11 @@ class Fair(SlotPolicy):
         self.cfg: FairConfig = self.config  # type: ignore[assignment]
         self._waits: dict[str, _Wait] = defaultdict(_Wait)
         self._orders: dict[str, _Order] = {}
+        # Hadoop's lastHeartbeatTime (FairScheduler.java:100), the heartbeat being served (time, node), and the
+        # jobs that launched a map on it (assignTasks' launchedMap, java:452).
+        self._last_heartbeat_s: float | None = None
+        self._heartbeat: tuple[float, str] | None = None
+        self._launched: set[str] = set()
 
     def pools(self, snapshot: ClusterSnapshot, kind: TaskType) -> list[_Pool]:
         grouped: dict[str, list[Job]] = defaultdict(list)
@@ -190,56 +243,124 @@ class Fair(SlotPolicy):
             if order.fingerprint == (id(snapshot), snapshot.version - 1):
                 order.fingerprint = (id(snapshot), snapshot.version)
 
-    def _allowed(self, job: Job, now: float) -> Level:
-        """Hadoop 1's getAllowedLocalityLevel: step one level down per delay waited."""
+    def locality_delays(self, heartbeat_s: float) -> tuple[float, float]:
+        """(node, rack) locality delays in seconds: the configured ones, else Hadoop's default from the heartbeat."""
+        auto = default_locality_delay(heartbeat_s)
+        node, rack = self.cfg.node_locality_delay_s, self.cfg.rack_locality_delay_s
+        return (auto if node is None else node, auto if rack is None else rack)
+
+    def _begin_heartbeat(self, now: float, node: str) -> None:
+        """A new heartbeat (of ``node`` at ``now``): Hadoop's updateLocalityWaitTimes (FairScheduler.java:579-589)
+        adds the time since the last heartbeat of any node to the wait of every job skipped on it. Calls for the
+        same node at the same time (a composing policy asking for one map at a time) are one heartbeat."""
+        if self._heartbeat == (now, node):
+            return
+        self._heartbeat = (now, node)
+        since = 0.0 if self._last_heartbeat_s is None else max(0.0, now - self._last_heartbeat_s)
+        self._last_heartbeat_s = now
+        self._launched = set()
+        for wait in self._waits.values():
+            if wait.skipped:
+                wait.waited += since
+                wait.skipped = False
+
+    def _allowed(self, job: Job, heartbeat_s: float) -> Level:
+        """Hadoop 1's getAllowedLocalityLevel (FairScheduler.java:620-660) from the job's last launch level and
+        the time it has waited since."""
         wait = self._waits[job.id]
-        if wait.since is not None:
-            delays = (self.cfg.node_locality_delay_s, self.cfg.rack_locality_delay_s)
-            while wait.level < 2 and now - wait.since >= delays[wait.level]:
-                wait.since += delays[wait.level]
-                wait.level += 1
-        return _LEVELS[wait.level]
+        node_delay, rack_delay = self.locality_delays(heartbeat_s)
+        if wait.level == 0:
+            if wait.waited >= node_delay + rack_delay:
+                return "off"
+            return "rack" if wait.waited >= node_delay else "node"
+        if wait.level == 1:
+            return "off" if wait.waited >= rack_delay else "rack"
+        return "off"
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
+        """Hadoop 1's FairScheduler.assignTasks (FairScheduler.java:400-557) for one heartbeat of ``node``."""
+        self._begin_heartbeat(snapshot.now, node)
+        tracker = snapshot.nodes[node]
+        # The tracker's running tasks as its heartbeat reports them (tts.countMapTasks/countReduceTasks).
+        counts = {kind: snapshot.running_on(node, kind) for kind in _KINDS}
+        demand = {kind: 0 for kind in _KINDS}  # Σ pool demand: running + pending (runnableMaps/Reduces)
+        running = {kind: 0 for kind in _KINDS}
+        for job in snapshot.jobs:
+            for kind in _KINDS:
+                running[kind] += job.running(kind)
+                demand[kind] += job.running(kind) + self._pending(job, kind)
+        total = {kind: sum(n.slots(kind) for n in snapshot.nodes.values()) for kind in _KINDS}
+        caps = {"map": self.cfg.assign_multiple_maps, "reduce": self.cfg.assign_multiple_reduces}
+        capacity = {kind: self._max_to_assign(snapshot.free_slots(node, kind), caps[kind]) for kind in _KINDS}
+        assigned = {kind: 0 for kind in _KINDS}
+        rejected = {kind: False for kind in _KINDS}
         placements: list[Placement] = []
-        free = snapshot.free_slots(node, "map")
-        while free > 0:
-            placed = self.assign_one_map(snapshot, node)
+        while True:
+            for kind in _KINDS:  # java:456-478: the per-heartbeat cap, nothing pending, the load manager
+                if not rejected[kind] and (
+                    assigned[kind] == capacity[kind]
+                    or running[kind] == demand[kind]
+                    or counts[kind] + assigned[kind]
+                    >= load_capacity(tracker.slots(kind), demand[kind], total[kind])
+                ):
+                    rejected[kind] = True
+            if (rejected["map"] and rejected["reduce"]) or (not self.cfg.assign_multiple and placements):
+                break
+            if rejected["map"]:
+                kind = "reduce"
+            elif rejected["reduce"]:
+                kind = "map"
+            else:  # the kind the node runs fewer of, maps on a tie (java:488-504)
+                fewer_maps = counts["map"] + assigned["map"] <= counts["reduce"] + assigned["reduce"]
+                kind = "map" if fewer_maps else "reduce"
+            placed = (
+                self.assign_one_map(snapshot, node)
+                if kind == "map"
+                else self._assign_one_reduce(snapshot, node)
+            )
             if placed is None:
-                break
+                rejected[kind] = True
+                continue
             placements.append(placed)
-            free -= 1
-            if not self.cfg.assign_multiple:
-                break
-        free = snapshot.free_slots(node, "reduce")
-        while free > 0:
-            order = self._order(snapshot, "reduce")
-            got = self.one_reduce(snapshot, node, list(order.jobs()), "pool furthest below its fair share")
-            if not got:
-                break
-            order.placed(snapshot.job(got[0].task.job_id))
-            self._own_change(snapshot)
-            placements += got
-            free -= 1
-            if not self.cfg.assign_multiple:
-                break
+            assigned[kind] += 1
+            running[kind] += 1
         return placements
+
+    def _max_to_assign(self, free: int, cap: int) -> int:
+        """FairScheduler.maxTasksToAssign (FairScheduler.java:564-574): 1 without assignMultiple, else the node's
+        free slots, at most the assignmultiple.maps/.reduces cap."""
+        if not self.cfg.assign_multiple:
+            return 1
+        free = max(0, free)
+        return free if cap == -1 else min(cap, free)
+
+    def _assign_one_reduce(self, snapshot: ClusterSnapshot, node: str) -> Placement | None:
+        order = self._order(snapshot, "reduce")
+        got = self.one_reduce(snapshot, node, list(order.jobs()), "pool furthest below its fair share")
+        if not got:
+            return None
+        order.placed(snapshot.job(got[0].task.job_id))
+        self._own_change(snapshot)
+        return got[0]
 
     def assign_one_map(self, snapshot: ClusterSnapshot, node: str) -> Placement | None:
         """One map for ``node`` in Fair's order (pools, then jobs, delay scheduling), or None; policies that compose
-        Fair (dara) call it for the jobs they leave to it."""
+        Fair (dara) call it for the jobs they leave to it. (PoolSchedulable/JobSchedulable.assignTask.)"""
         now = snapshot.now
+        self._begin_heartbeat(now, node)
         order = self._order(snapshot, "map")
         for job in order.jobs():
-            allowed = self._allowed(job, now)
-            found = self.pick_map(job, snapshot, node, allowed)
             wait = self._waits[job.id]
+            allowed = self._allowed(job, snapshot.heartbeat_s)
+            found = self.pick_map(job, snapshot, node, allowed)  # None at once when nothing is pending
             if found is None:
-                if job.finished_maps + job.running_maps < len(job.maps) and wait.since is None:
-                    wait.since = now  # skipped for locality: start waiting
+                if job.id not in self._launched:
+                    wait.skipped = True  # visited, launched nothing: skipped on this heartbeat (java:547-553)
                 continue
             task, level = found
-            wait.level, wait.since = LEVEL_RANK[level], None
+            # updateLastMapLocalityLevel (java:595-605): the level of the launched map, and no wait.
+            wait.level, wait.waited, wait.skipped = LEVEL_RANK[level], 0.0, False
+            self._launched.add(job.id)
             reason = (
                 f"pool {job.user if self.cfg.pool_by == 'user' else job.queue} furthest below its share; "
                 f"{level}-local (allowed {allowed})"
@@ -266,3 +387,4 @@ class Fair(SlotPolicy):
     def on_job_finished(self, job: Job, now: float) -> None:
         super().on_job_finished(job, now)
         self._waits.pop(job.id, None)
+        self._launched.discard(job.id)
