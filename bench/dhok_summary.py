@@ -1,4 +1,4 @@
-"""Summarise seed 000 (Dhok & Varma) against the paper, from bench/results/dhok-*/results.json:
+"""Summarise seed 000 (Dhok & Varma) against the paper, from <mode dir>/dhok-*/results.json:
 
 * Fig 11 (dhok-job-mix): each job alone, the learning scheduler vs Hadoop's native scheduler (``fifo`` with 5
   map slots per node): mean concurrent tasks per node while the job runs, and the learner's runtime relative to
@@ -10,7 +10,7 @@
 Means over the scenario's seeds. Runtime = first task start to job end; concurrent tasks per node = the job's
 summed task-attempt time ÷ its runtime ÷ workers.
 
-Usage: .venv/bin/python bench/dhok_summary.py [--results bench/results] [--out bench/results/dhok-summary.md]
+Usage: .venv/bin/python bench/dhok_summary.py --results bench/results/hadoop [--out <results>/dhok-summary.md]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,19 @@ FIG_11 = {
     "urltodisk": (5.09, 5, 1.0),
     "cpuactivity": (3.17, 5, 1.5),
 }
+DASH = "-"
+
+
+def modes(results: list[dict[str, Any]]) -> str:
+    """The placement mode the results ran in (results.json's ``mode``); several are named if they differ."""
+    return ", ".join(sorted({str(r.get("mode", "unknown")) for r in results})) or "unknown"
 
 
 def per_job(result: dict[str, Any], policy: str) -> dict[str, dict[str, float]]:
-    """Job id → mean over seeds of runtime, concurrent tasks per node and load ratio (when recorded)."""
+    """Job id → mean over seeds of runtime, concurrent tasks per node and load ratio (when recorded); empty
+    when the scenario did not run the policy."""
     rows: dict[str, list[dict[str, float]]] = {}
-    for run in result["policies"][policy]["per_seed"]:
+    for run in result["policies"].get(policy, {}).get("per_seed", []):
         for job in run.get("jobs", []):
             if job["finish_s"] is None or job["start_s"] is None:
                 continue
@@ -64,13 +72,15 @@ def fig_11(result: dict[str, Any]) -> list[str]:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for job, (paper_tasks, _, paper_ratio) in FIG_11.items():
-        if job not in learner or job not in native:
+        mine, theirs = learner.get(job), native.get(job)
+        if mine is None and theirs is None:
             continue
-        mine, theirs = learner[job], native[job]
-        load = f"{mine['load']:.2f}" if "load" in mine else "-"
+        tasks = f"{mine['tasks']:.2f}" if mine else DASH
+        native_tasks = f"{theirs['tasks']:.2f}" if theirs else DASH
+        ratio = f"{mine['runtime'] / theirs['runtime']:.2f}" if mine and theirs else DASH
+        load = f"{mine['load']:.2f}" if mine and "load" in mine else DASH
         lines.append(
-            f"| {job} | {mine['tasks']:.2f} | {theirs['tasks']:.2f} | {mine['runtime'] / theirs['runtime']:.2f} | "
-            f"{load} | {paper_tasks:.2f} | {paper_ratio:.1f} |"
+            f"| {job} | {tasks} | {native_tasks} | {ratio} | {load} | {paper_tasks:.2f} | {paper_ratio:.1f} |"
         )
     return lines
 
@@ -84,13 +94,16 @@ def fig_8(result: dict[str, Any]) -> list[str]:
         "learner tasks/node | native runtime (s) |",
         "| ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    if not learner:
+        lines.append(f"| {DASH} | `{LEARNER}` did not run here | | | | |")
     for number, job in enumerate(sorted(learner, key=_order), 1):
         mine = learner[job]
-        base = native.get(job, {}).get("runtime", float("nan"))
-        load = f"{mine['load']:.2f}" if "load" in mine else "-"
-        steady = f"{mine['steady']:.2f}" if "steady" in mine else "-"
+        base = native.get(job, {}).get("runtime")
+        load = f"{mine['load']:.2f}" if "load" in mine else DASH
+        steady = f"{mine['steady']:.2f}" if "steady" in mine else DASH
+        native_runtime = DASH if base is None else f"{base:.0f}"
         lines.append(
-            f"| {number} | {mine['runtime']:.0f} | {load} | {steady} | {mine['tasks']:.2f} | {base:.0f} |"
+            f"| {number} | {mine['runtime']:.0f} | {load} | {steady} | {mine['tasks']:.2f} | {native_runtime} |"
         )
     lines += [
         "",
@@ -108,26 +121,34 @@ def _order(job_id: str) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=Path, default=Path("bench/results"))
-    parser.add_argument("--out", type=Path, default=Path("bench/results/dhok-summary.md"))
+    parser.add_argument("--results", type=Path, default=Path("bench/results/hadoop"), help="a mode directory")
+    parser.add_argument("--out", type=Path, default=None, help="default: <results>/dhok-summary.md")
     args = parser.parse_args()
-    sections = []
-    mix = args.results / "dhok-job-mix" / "results.json"
-    if mix.exists():
-        sections += [*fig_11(json.loads(mix.read_text())), ""]
-    repeated = args.results / "dhok-wordcount-70gb" / "results.json"
-    if repeated.exists():
-        sections += [*fig_8(json.loads(repeated.read_text())), ""]
+    sections, found = [], []
+    for name, render in (("dhok-job-mix", fig_11), ("dhok-wordcount-70gb", fig_8)):
+        path = args.results / name / "results.json"
+        if path.exists():
+            result = json.loads(path.read_text())
+            found.append(result)
+            sections += [*render(result), ""]
+        else:
+            sections += [f"## {name}", "", f"Not run here (no {name}/results.json).", ""]
+    if not found:
+        sys.exit(f"no dhok-* results under {args.results}")
+    mode = modes(found)
     text = "\n".join(
         [
-            "# Seed 000 (Dhok & Varma): the learning scheduler against Hadoop's native scheduler",
+            f"# Seed 000 (Dhok & Varma): the learning scheduler against Hadoop's native scheduler, {mode} mode",
             "",
-            "Generated by `bench/dhok_summary.py` from `bench/results/dhok-*/results.json` (means over seeds).",
+            f"Placement mode: **{mode}** (results.json's `mode`; the same for every policy of a run).",
+            "",
+            "Generated by `bench/dhok_summary.py` from `dhok-*/results.json` (means over seeds). Native = our "
+            "`fifo` row. A `-`: not run here.",
             "",
             *sections,
         ]
     )
-    args.out.write_text(text)
+    (args.out or args.results / "dhok-summary.md").write_text(text)
     print(text)
 
 
