@@ -67,6 +67,15 @@ def maps_of(placements: list[Placement]) -> list[str]:
 # --- Fair -----------------------------------------------------------------------------------------------------
 
 
+def test_fair_fills_the_free_slots_in_one_heartbeat_by_default() -> None:
+    # mapred.fairscheduler.assignmultiple defaults to true in Hadoop 1.x (FairScheduler.java:190-191), and then
+    # maxTasksToAssign is the node's free slots (java:564-574).
+    fair = make_policy("fair")
+    j = job("j", maps=8, replicas=("n0",))
+    placed = fair.assign(snapshot(nodes(1, map_slots=4), [j]), "n0")
+    assert maps_of(placed) == ["j"] * 4
+
+
 def test_fair_assign_multiple_maps_caps_the_maps_of_a_heartbeat() -> None:
     # mapred.fairscheduler.assignmultiple.maps (FairScheduler.java:192-193, 564-574).
     fair = make_policy("fair", {"assignMultiple": True, "assignMultipleMaps": 2})

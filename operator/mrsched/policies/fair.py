@@ -18,9 +18,8 @@
   the same way with their weights (``fair``), or by priority then submission (``fifo``: FifoComparator,
   SchedulingAlgorithms.java:38-53).
 * The heartbeat (FairScheduler.assignTasks, FairScheduler.java:400-557): with ``assignMultiple`` (Hadoop 1.x's
-  default, ``mapred.fairscheduler.assignmultiple`` = true, FairScheduler.java:190-191; ours is still false, as
-  dara and learning build a Fair with the default options and expect one task per heartbeat) it hands out
-  tasks one at a time until no map and no reduce can go: at most the node's free slots of each kind, or
+  default, ``mapred.fairscheduler.assignmultiple`` = true, FairScheduler.java:190-191) it hands out tasks one at
+  a time until no map and no reduce can go: at most the node's free slots of each kind, or
   ``assignMultipleMaps``/``assignMultipleReduces`` (``mapred.fairscheduler.assignmultiple.maps/.reduces``, -1 =
   no cap, FairScheduler.java:192-195, maxTasksToAssign 564-574), and never beyond the load manager's cap
   (CapBasedLoadManager, the default ``mapred.fairscheduler.loadmanager``, FairScheduler.java:167-169): a node
@@ -147,8 +146,8 @@ class FairConfig(PolicyConfig):
     # mapred.fairscheduler.locality.delay.node / .rack; None: Hadoop's min(15 s, 1.5 × heartbeat).
     node_locality_delay_s: float | None = Field(None, alias="nodeLocalityDelayS", ge=0)
     rack_locality_delay_s: float | None = Field(None, alias="rackLocalityDelayS", ge=0)
-    # mapred.fairscheduler.assignmultiple: true in Hadoop 1.x (FairScheduler.java:190-191); false here for now.
-    assign_multiple: bool = Field(False, alias="assignMultiple")
+    # mapred.fairscheduler.assignmultiple: true in Hadoop 1.x (FairScheduler.java:190-191).
+    assign_multiple: bool = Field(True, alias="assignMultiple")
     # mapred.fairscheduler.assignmultiple.maps / .reduces: tasks of a kind per heartbeat, -1 = the free slots.
     assign_multiple_maps: int = Field(-1, alias="assignMultipleMaps", ge=-1)
     assign_multiple_reduces: int = Field(-1, alias="assignMultipleReduces", ge=-1)
