@@ -65,7 +65,7 @@ bench-learning: venv  ## ThroughputScheduler's learning curves (κ, θ, makespan
 	$(PY) bench/learning_curves.py --out bench/results/learning-throughput
 
 bench-steady: venv  ## seed 002 ch.6 in steady state: diagnosis vs frozen beliefs on Table 4.3's workloads (after make bench)
-	$(PY) bench/gupta_ch6_steady.py --seeds 1,2,3,4,5 --out bench/results/gupta-ch6-steady.md
+	@set -e; for m in $(MODES); do $(PY) bench/gupta_ch6_steady.py --seeds 1,2,3,4,5 --mode $$m; done
 
 bench-speed: venv  ## simulator events/s and Fair's scheduling-round latency
 	$(PY) bench/simulator_speed.py

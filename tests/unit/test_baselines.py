@@ -146,8 +146,8 @@ def test_bad_policy_options_are_named() -> None:
         PolicyConfigError, match=r"option nodeLocalityDelayS: Input should be greater than or equal"
     ):
         make_policy("fair", {"nodeLocalityDelayS": -1})
-    with pytest.raises(PolicyConfigError, match="the oracle policy needs the true physics"):
-        make_policy("oracle").schedule_round(snapshot(nodes(1), [job("j", 0)]), ["n0"])
+    with pytest.raises(PolicyConfigError, match="the greedy-informed policy needs the true physics"):
+        make_policy("greedy-informed").schedule_round(snapshot(nodes(1), [job("j", 0)]), ["n0"])
 
 
 @pytest.mark.parametrize("name", ["fifo", "fair", "capacity"])

@@ -359,8 +359,9 @@ class Dara(SlotPolicy):
             k: (float(a), float(b)) for k, (a, b) in self.cfg.alphas.items()
         }
         # DARA extends YARN's FairScheduler (§4.3): whatever DARA does not decide (reduces, and maps on nodes
-        # whose class has no fitted model yet) is the real Fair policy's.
-        self.fair = Fair(FairConfig(), seed=self.seed)
+        # whose class has no fitted model yet) is the real Fair policy's, handing out as many tasks per heartbeat
+        # as DARA's own assignMultiple says (false: YARN's yarn.scheduler.fair.assignmultiple default).
+        self.fair = Fair(FairConfig(assign_multiple=self.cfg.assign_multiple), seed=self.seed)
         self.fit.alpha.update(self.offline)
         self.fitted_classes = set(self.offline)
 

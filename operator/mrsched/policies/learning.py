@@ -146,7 +146,9 @@ class Learning(SlotPolicy):
         self._window = [0, 0]  # judged, confirmed in the current window
         self.nodes: dict[str, _NodeStats] = {}
         self.balances: dict[str, float] = dict(self.cfg.budgets)
-        self.fair = Fair(FairConfig(), seed=self.seed)  # the fallback while a node's metrics are unknown
+        # The fallback while a node's metrics are unknown: one task per heartbeat, as the learner itself assigns
+        # (seed 000 §3), not Hadoop 1 Fair's default of every free slot.
+        self.fair = Fair(FairConfig(assign_multiple=False), seed=self.seed)
 
     # --- hooks: the composed Fair keeps its own indexes and waits ---------------------------------------
 
