@@ -35,7 +35,7 @@ import itertools
 import random
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mrsched.core.catalog import application, expand_layout
@@ -48,47 +48,13 @@ from mrsched.policies.slowdown import profile_key
 from mrsched.simulator.detection import HealthRecorder
 from mrsched.simulator.metrics import SimulatedMetrics
 from mrsched.simulator.probes import probe_node
+from mrsched.simulator.result import JobRecord, SimulationResult, base_demand
 from mrsched.simulator.scenario import ClusterSpec, MonitorSpec, PlacementMode
+
+__all__ = ["JobRecord", "Simulation", "SimulationResult", "base_demand"]  # the result types live in result.py
 
 _ARRIVAL, _HEARTBEAT, _PHYSICS, _LOAD_SAMPLE, _SCRAPE, _ROUND = 0, 1, 2, 3, 4, 5
 _ROUND_NODE = ""  # a heartbeat event with this payload is a cluster-wide round (kubernetes mode)
-
-
-@dataclass
-class JobRecord:
-    id: str
-    user: str
-    app: str
-    submit_s: float
-    start_s: float | None = None
-    finish_s: float | None = None
-    failed: bool = False
-    maps: int = 0
-    reduces: int = 0
-    starvation_s: float = 0.0  # seed 003 §III: mean wait of reduces started after the last map finished
-    #: Seconds the job's reduces held their slots before its last map finished (seed 003 §I: idle reduces).
-    reduce_idle_s: float = 0.0
-    #: Summed duration of the job's task attempts (start to end): ÷ its run time is its mean concurrent
-    #: tasks (seed 000 Fig 11 compares them per node).
-    task_s: float = 0.0
-
-
-@dataclass
-class SimulationResult:
-    policy: str
-    seed: int
-    jobs: list[JobRecord]
-    makespan_s: float
-    locality: dict[str, int]
-    utilisation: dict[str, list[tuple[float, float]]]  # node -> [(time, busy cores / cores)]
-    throughput: float  # seed 002 Eq 4.4 over the whole run: work (isolated task time) done per second
-    events: int
-    tasks_started: int
-    tasks_failed: int
-    extra: dict[str, Any] = field(default_factory=dict)
-    #: Successful map attempts' durations (start to finish, seconds) by app and by node class: seed 002
-    #: Table 3.3's "average mapping time" per application.
-    map_times: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -97,15 +63,6 @@ class _Running:
     demand: TaskDemand
     level: str
     waiting: bool = False  # a reduce holding its slot until its job's maps are done
-
-
-def base_demand(app: str, task: Task) -> TaskDemand:
-    """A task's demand with its input local: its application profile's, or a trace's measured time as CPU work
-    (``Task.work_s``: SLS gives durations, not bytes). The engine adds remote reads; the lower bound starts here."""
-    base = application(app).profile(task.kind).demand(task.input_mb)
-    if task.work_s is not None:
-        base = replace(base, cpu_s=task.work_s)
-    return base
 
 
 class Simulation:
@@ -196,9 +153,7 @@ class Simulation:
         self.work_done = 0.0
         self.events = 0
         self._dormant: list[str] = []
-        self._round_due: float | None = (
-            None  # kubernetes mode: the instant an event-woken round is queued for
-        )
+        self._round_due: float | None = None  # kubernetes mode: when an event-woken round is queued
         self.started = 0
         self.failed_attempts = 0
         self.map_times: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

@@ -1,0 +1,56 @@
+"""What a simulation run produces (per-job records, the run's result) and the demand a task starts from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from mrsched.core.catalog import application
+from mrsched.core.model import Task
+from mrsched.core.physics import TaskDemand
+
+
+@dataclass
+class JobRecord:
+    id: str
+    user: str
+    app: str
+    submit_s: float
+    start_s: float | None = None
+    finish_s: float | None = None
+    failed: bool = False
+    maps: int = 0
+    reduces: int = 0
+    starvation_s: float = 0.0  # seed 003 §III: mean wait of reduces started after the last map finished
+    #: Seconds the job's reduces held their slots before its last map finished (seed 003 §I: idle reduces).
+    reduce_idle_s: float = 0.0
+    #: Summed duration of the job's task attempts (start to end): ÷ its run time is its mean concurrent
+    #: tasks (seed 000 Fig 11 compares them per node).
+    task_s: float = 0.0
+
+
+@dataclass
+class SimulationResult:
+    policy: str
+    seed: int
+    jobs: list[JobRecord]
+    makespan_s: float
+    locality: dict[str, int]
+    utilisation: dict[str, list[tuple[float, float]]]  # node -> [(time, busy cores / cores)]
+    throughput: float  # seed 002 Eq 4.4 over the whole run: work (isolated task time) done per second
+    events: int
+    tasks_started: int
+    tasks_failed: int
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: Successful map attempts' durations (start to finish, seconds) by app and by node class: seed 002
+    #: Table 3.3's "average mapping time" per application.
+    map_times: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+
+
+def base_demand(app: str, task: Task) -> TaskDemand:
+    """A task's demand with its input local: its application profile's, or a trace's measured time as CPU work
+    (``Task.work_s``: SLS gives durations, not bytes). The engine adds remote reads; the lower bound starts here."""
+    base = application(app).profile(task.kind).demand(task.input_mb)
+    if task.work_s is not None:
+        base = replace(base, cpu_s=task.work_s)
+    return base
