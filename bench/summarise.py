@@ -88,7 +88,9 @@ def main(root: Path) -> None:
         found = True
         print(f"## {mode} mode\n\n{what}.\n")
         _table(scenarios)
-        summaries = sorted(p.name for p in (root / mode).glob("*.md"))  # per-paper summaries, ch.6 steady state
+        summaries = sorted(
+            p.name for p in (root / mode).glob("*.md")
+        )  # per-paper summaries, ch.6 steady state
         if summaries:
             print("Per-paper summaries: " + ", ".join(f"[{s}]({mode}/{s})" for s in summaries) + ".\n")
     if not found:
