@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from mrsched.simulator.scenario import MODES
+from mrsched.simulator.scenario import MODES, load_scenario
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+SCENARIOS = RESULTS.parent / "scenarios"
 COMMITTED = sorted(p for mode in MODES for p in (RESULTS / mode).glob("*/results.json"))
 SLOT_KEEPERS = ("fifo", "fair", "capacity")  # bare labels: variants may run on other slots (clusterOverrides)
 
@@ -53,6 +54,8 @@ def test_capacity_is_reported_only_where_it_differs_from_fifo(path: Path) -> Non
     policies = result["policies"]
     if "capacity" not in policies or "fifo" not in policies:
         return
+    scenario = load_scenario(SCENARIOS / f"{path.parent.name}.yaml")
+    assert scenario.options_for("capacity"), "Capacity runs here without queues configured (it is FIFO then)"
     fifo, capacity = policies["fifo"], policies["capacity"]
     assert [r["mean_job_time_s"] for r in fifo["per_seed"]] != [
         r["mean_job_time_s"] for r in capacity["per_seed"]
