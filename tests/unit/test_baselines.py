@@ -20,7 +20,7 @@ def nodes(count: int = 2, *, racks: int = 1, map_slots: int = 2, reduce_slots: i
 
 def job(
     job_id: str,
-    submit: float,
+    submit: float = 0.0,
     maps: int = 3,
     reduces: int = 1,
     *,

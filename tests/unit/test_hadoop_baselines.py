@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement
 from mrsched.core.policy import PolicyConfigError
 from mrsched.policies import make_policy
 from mrsched.policies.fair import Fair
 from mrsched.policies.fifo import fifo_order
 from mrsched.policies.slots import priority_factor
+from tests.unit.test_baselines import job
 
 
 def nodes(count: int = 2, *, racks: int = 1, map_slots: int = 2, reduce_slots: int = 1) -> dict[str, Node]:
@@ -22,29 +23,6 @@ def nodes(count: int = 2, *, racks: int = 1, map_slots: int = 2, reduce_slots: i
         f"n{i}": Node(f"n{i}", 4, 8192, rack=f"r{i % racks}", map_slots=map_slots, reduce_slots=reduce_slots)
         for i in range(count)
     }
-
-
-def job(
-    job_id: str,
-    submit: float = 0.0,
-    maps: int = 3,
-    reduces: int = 1,
-    *,
-    user: str = "u",
-    queue: str = "default",
-    replicas: tuple[str, ...] = (),
-    priority: int = 0,
-) -> Job:
-    return Job(
-        job_id,
-        "wordcount",
-        submit,
-        [Task(job_id, "map", i, 64.0, replicas) for i in range(maps)],
-        [Task(job_id, "reduce", i, 10.0) for i in range(reduces)],
-        user=user,
-        queue=queue,
-        priority=priority,
-    )
 
 
 def snapshot(
