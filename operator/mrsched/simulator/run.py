@@ -95,9 +95,8 @@ def slot_bound(sim: Simulation, jobs: list[Job], shortest_map: dict[str, dict[st
     def held(t: float) -> float:
         if sim.mode == "hadoop":
             return math.ceil(t / heartbeat - 1e-9) * heartbeat
-        return (
-            math.floor(t / (heartbeat / 10)) * heartbeat / 10
-        )  # down to a grid: fewer LP rows, still a bound
+        grid = heartbeat / 10  # down to a grid: fewer LP rows, still a bound
+        return math.floor(t / grid) * grid
 
     # Jobs whose maps hold every node's slot equally long are interchangeable in the LP: one row per distinct
     # occupancy vector, with their maps summed (exact, and what makes a whole SWIM day's 5,894 jobs solvable;
