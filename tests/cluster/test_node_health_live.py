@@ -34,8 +34,9 @@ TAINTED_WINDOW_S = 40.0  # wall seconds watched while the node is tainted and st
 
 
 def simulated_delays_s() -> list[float]:
-    """The detection delays (model s) of the committed simulation of this setting, one per seed."""
-    results = json.loads((REPO / "bench" / "results" / SCENARIO / "results.json").read_text())
+    """The detection delays (model s) of the committed simulation of this setting, one per seed, in kubernetes
+    mode: the operator's loop runs cluster-wide rounds woken by events, as that mode does."""
+    results = json.loads((REPO / "bench" / "results" / "kubernetes" / SCENARIO / "results.json").read_text())
     (fault,) = results["policies"]["throughput"]["detection"]["faults"]
     delays = [d for d in fault["delays_s"] if d is not None]
     assert len(delays) == len(fault["delays_s"]), "the simulation missed the fault: nothing to compare with"

@@ -201,7 +201,7 @@ def test_throughput_learns_nodes_and_apps_and_keeps_them_across_a_restart(
         # 467, fair 478, kube-default 439 s): the thesis' policy only chooses which application a free slot
         # serves, late Pi maps still land on the old machines, and without interference between J_IO's disk
         # streams and Pi's CPU work on a node (absent from the physics) keeping them apart gains little.
-        # docs/profiles.md and bench/results/gupta-ch3-* have the numbers.
+        # docs/profiles.md and bench/results/<mode>/gupta-ch3-* have the numbers.
         print("throughput / fair:", round(times["throughput"] / times["fair"], 3))
         print("throughput / kube-default:", round(times["throughput"] / times["kube-default"], 3))
     finally:
