@@ -154,6 +154,7 @@ class Simulation:
         self.events = 0
         self._dormant: list[str] = []
         self._round_due: float | None = None  # kubernetes mode: when an event-woken round is queued
+        self._node_order = sorted(self.nodes)  # a kubernetes-mode round offers every node, in name order
         self.started = 0
         self.failed_attempts = 0
         self.map_times: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -318,7 +319,7 @@ class Simulation:
             self.models[name].advance(now)
             if self.metrics is not None:
                 self.snapshot.metrics[name] = self.metrics.read(name, now)
-        self._apply(self.policy.schedule_round(self.snapshot, sorted(self.nodes)), now)
+        self._apply(self.policy.schedule_round(self.snapshot, self._node_order), now)
         for name in self.nodes:
             self._schedule_physics(name)
 
