@@ -119,8 +119,10 @@ def test_coupling_idles_reduces_less_and_places_them_near_their_data(
         )
     )
     # Algorithm 1: Fair launches every reduce at the 5 % slow-start and they wait for the last map; coupling's
-    # (k+1)-th reduce waits until (k+1)·δ·M/R maps are done.
-    assert idle(coupling) < 0.6 * idle(fair), (idle(coupling), idle(fair))
+    # (k+1)-th reduce waits until (k+1)·δ·M/R maps are done. Measured here against a Fair that also hands out
+    # one map per heartbeat: coupling 46 s, Fair 64-70 s (two CI runs), so the margin asserted is 20 %, not
+    # the 40 % this test held against Fair handing out every free slot at once.
+    assert idle(coupling) < 0.8 * idle(fair), (idle(coupling), idle(fair))
     # Algorithm 2 with Eq 1 over the map outputs the operator reads from the finished maps' pods: every reduce
     # was launched by Wait Scheduling, each on a node of its round's group of the Eq 1 ranking (round 1 the
     # centrality, round 2 the 2nd-3rd, round 3 the 4th-7th cheapest nodes, round 4 any node). A round is N
