@@ -80,14 +80,13 @@ from mrsched.policies.slots import SlotPolicy
 
 Vector = npt.NDArray[np.float64]
 MB = 1_000_000.0  # bytes per MB for d (Table 4.1 reports MB)
-#: π^M = (α_c, α_d) per node class from the offline training of §4.2.3: Eq 4.12's least-RMSE fit (λ_j fixed
-#: at each training application's unloaded time) to runs of Table 4.1's training mixes (Pi, Sort, WordCount
-#: alone with 2-16 concurrent maps, and the three pairs with 1-8 maps each, 2-16 in all), executed on the
-#: class's simulated node (429 rows, RMSE 8.6 s). With these α's Eq 4.16 gives Pi 14, Sort 7, WordCount 14,
-#: RandomWriter 5, Pi+Sort (12, 6), Pi+WordCount (8, 11), Sort+WordCount (0, 14) (Table 4.2: 12, 7, 14, 3,
-#: (12, 5), (9, 7), (0, 14)).
-#: The simulator's dara-8core calibration (see the module docstring); the DARA scenarios pass it as the
-#: ``alphas`` option. Not a default: a real cluster's classes are unknown to it.
+#: π^M = (α_c, α_d) for the simulator's dara-8core class, calibrated so that Eq 4.16 gives Table 4.2's
+#: single-application optima: Pi 14, Sort 7, WordCount 14, RandomWriter 5, Pi+Sort (12, 6), Pi+WordCount
+#: (8, 11), Sort+WordCount (0, 14) (Table 4.2: 12, 7, 14, 3, (12, 5), (9, 7), (0, 14)). This is NOT the
+#: thesis's offline least-squares fit (§4.2.3): it is set from the very optima DARA's results rest on (a
+#: least-RMSE fit of Eq 4.12 to simulated training runs of Table 4.1's mixes gives α ≈ (0.0017, 0.00077) and
+#: Pi's optimum near 37 containers; see the module docstring). Flagged as target-fitted until it is re-derived.
+#: The DARA scenarios pass it as the ``alphas`` option. Not a default: a real cluster's classes are unknown.
 OFFLINE_ALPHAS: dict[str, tuple[float, float]] = {"dara-8core": (0.0156, 0.00157)}
 _TIERS = ("local", "rack", "off-switch")
 
