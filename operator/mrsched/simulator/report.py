@@ -12,6 +12,7 @@ matplotlib.use("Agg")  # files only, never a display
 import matplotlib.pyplot as plt
 
 from mrsched.simulator.engine import SimulationResult
+from mrsched.simulator.result import SLOT_KEEPERS
 
 _REFERENCES = ("fifo", "fair", "greedy-informed")
 
@@ -84,7 +85,7 @@ def _slot_bound(summary: dict[str, Any]) -> list[str]:
     if slot is None:
         return []
     return [
-        f"Slot bound (for the policies that keep to the nodes' map slots: fifo, fair, capacity): {slot:.0f} s: "
+        f"Slot bound (for the policies that keep to the nodes' map slots: {', '.join(SLOT_KEEPERS)}): {slot:.0f} s: "
         "the map phase with every node's map slots, each map holding its slot at least as long as its job's "
         "shortest map there (task noise included), rounded up to the heartbeat in hadoop mode (fractional LP, "
         "no contention).",

@@ -9,6 +9,12 @@ from mrsched.core.catalog import application
 from mrsched.core.model import Task
 from mrsched.core.physics import TaskDemand
 
+#: The policies that keep to the nodes' map slots, which the slot bound holds for: Hadoop's baselines, the
+#: slot policies composed on Fair (coupling, lsps), ThroughputScheduler and greedy-informed. Not kube-default
+#: (pod requests), adaptive-slots, learning, dara and diagnosis, which decide a node's concurrency themselves.
+#: A variant with its own cluster override (``fair:slots3``) runs on other slots.
+SLOT_KEEPERS = ("fifo", "fair", "capacity", "throughput", "coupling", "lsps", "greedy-informed")
+
 
 @dataclass
 class JobRecord:

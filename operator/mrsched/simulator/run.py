@@ -80,7 +80,7 @@ def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
 
 
 def slot_bound(sim: Simulation, jobs: list[Job], shortest_map: dict[str, dict[str, float]]) -> float:
-    """A lower bound for the policies that keep to the nodes' map slots (fifo, fair, capacity): the map phase
+    """A lower bound for the policies that keep to the nodes' map slots (``SLOT_KEEPERS``): the map phase
     alone, as the fractional assignment of every job's maps to the nodes' map slots that finishes soonest (a
     small LP), each map on node n holding its slot at least as long as the job's shortest map there
     (``shortest_map``: noise, remote reads and a trace's work included, no contention). In hadoop mode a slot is
