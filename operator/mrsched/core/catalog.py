@@ -46,6 +46,8 @@ class PhysicsSpec(_Strict):
 class NodeClass(_Strict):
     name: str = ""
     source: str = ""
+    #: Where each of its numbers comes from, by dotted path (mrsched.core.provenance).
+    sources: dict[str, str] = Field(default_factory=dict)
     cores: int = Field(ge=1)
     memory_mib: int = Field(alias="memoryMiB", ge=64)
     pods: int = Field(110, ge=1)
@@ -106,6 +108,8 @@ class TaskProfile(_Strict):
 class Application(_Strict):
     map: TaskProfile
     reduce: TaskProfile | None = None
+    #: Where each of its numbers comes from, by dotted path (mrsched.core.provenance).
+    sources: dict[str, str] = Field(default_factory=dict)
 
     def profile(self, task_type: TaskType) -> TaskProfile:
         if task_type == "reduce":

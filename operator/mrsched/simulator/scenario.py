@@ -237,6 +237,8 @@ class Scenario(_Strict):
     name: str
     source: str  # the seed section and tables it comes from
     headline: str  # the paper's result it is meant to reproduce
+    #: Where each of its numbers comes from, by dotted path (mrsched.core.provenance).
+    sources: dict[str, str] = Field(default_factory=dict)
     cluster: ClusterSpec
     workload: WorkloadSpec
     policies: list[str] = Field(default_factory=lambda: list(DEFAULT_POLICIES))
