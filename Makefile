@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test bench bench-summaries bench-learning bench-steady bench-speed bench-workers bench-operator cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test bench bench-summaries bench-learning bench-steady bench-speed bench-workers bench-operator calibrate cluster-up cluster-down lock clean manifests
 
 all: test
 
@@ -72,6 +72,9 @@ bench-speed: venv  ## simulator events/s and Fair's scheduling-round latency
 
 bench-workers: venv  ## worker map throughput (MB/s) and peak memory on 8x the sort buffer
 	$(PY) bench/worker_throughput.py --out bench/results/worker-throughput.txt
+
+calibrate: venv  ## our workers' map tasks at 1-8 concurrent tasks here, the physics fitted to them (bench/results/calibration/)
+	$(PY) bench/calibrate.py
 
 bench-operator: deps venv binaries  ## the operator's pods placed/s and round latency on 200 emulated nodes
 	$(PY) bench/operator_placement.py --out bench/results/operator-placement.txt

@@ -11,6 +11,10 @@ Runs ``diagnosis`` and ``diagnosis:frozen`` on every bench/scenarios/dara-wl*.ya
 bench/results/<mode>/dara-wl*/results.json. Throughput of a workload = its work ÷ its makespan, so a throughput
 ratio is the inverse makespan ratio.
 
+Both diagnosis entries start from the dara-wl scenario's offline α, so every row rests on the target-fitted
+constants of its scenario (results.json's ``targetFitted``, else the scenario file's: mrsched.simulator.fitted):
+they are listed with their sources, and no verdict over them reads "met".
+
 Usage: .venv/bin/python bench/gupta_ch6_steady.py [--mode hadoop] [--seeds 1,2,3] [--results DIR] [--out FILE]
 (default --results bench/results/<mode>, --out <results>/gupta-ch6-steady.md)
 """
@@ -23,6 +27,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from mrsched.simulator import fitted
 from mrsched.simulator.run import run_scenario
 from mrsched.simulator.scenario import MODES, load_scenario
 
@@ -68,7 +73,10 @@ def workload_rows(seeds: list[int] | None, mode: str, results: Path) -> list[dic
         committed = json.loads(path_json.read_text()) if path_json.exists() else None
         if committed is not None and committed.get("mode") != mode:
             raise SystemExit(f"{path_json} ran in {committed.get('mode')} mode, not {mode}")
-        row: dict[str, Any] = {"wl": path.stem.removeprefix("dara-"), "seeds": len(chosen)}
+        flags = fitted.merge(
+            ours["targetFitted"], *([fitted.recorded(committed, path.parent)] if committed else [])
+        )
+        row: dict[str, Any] = {"wl": path.stem.removeprefix("dara-"), "seeds": len(chosen), "flags": flags}
         for name in NEW:
             row[name] = statistics.fmean(r["makespan_s"] for r in ours["policies"][name]["per_seed"])
         row.update(committed_means(committed, chosen))
@@ -100,6 +108,7 @@ def markdown(rows: list[dict[str, Any]], mode: str) -> str:
         f"`{REFERENCE}` is a greedy heuristic told the true physics: a reference, not a bound. A `-`: no committed",
         "result for that policy and these seeds; the means below are over the workloads that have one.",
         "",
+        *fitted.describe(fitted.merge(*(r["flags"] for r in rows))),
         f"| WL | seeds | diagnosis | frozen | DARA | FIFO (= Capacity) | Fair | {REFERENCE} | gain vs frozen "
         f"| vs FIFO (= Capacity) | vs Fair | diagnosis / {REFERENCE} |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -123,9 +132,10 @@ def verdict_table(rows: list[dict[str, Any]]) -> list[str]:
     best = {b: max(v) if v else None for b, v in gains.items()}
     ratios = [r["diagnosis"] / r[REFERENCE] for r in rows if r.get(REFERENCE)]
     worst = max(ratios) if ratios else None
+    flags = fitted.merge(*(r["flags"] for r in rows))  # every row's: the means and extremes rest on them all
 
     def met(value: float | None, ok: bool) -> str:
-        return DASH if value is None else ("met" if ok else "not met")
+        return DASH if value is None else fitted.claim("met" if ok else "not met", flags)
 
     frozen, fifo = mean["diagnosis:frozen"], best["fifo"]
     return [

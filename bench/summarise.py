@@ -2,6 +2,9 @@
 (bench/results/<mode>/<scenario>/results.json).
 
 python bench/summarise.py bench/results > bench/results/README.md
+
+Each row names the target-fitted constants its results rest on (results.json's ``targetFitted``, else its
+scenario file's: mrsched.simulator.fitted), and a section lists each with its source.
 """
 
 from __future__ import annotations
@@ -11,6 +14,10 @@ import re
 import sys
 from pathlib import Path
 
+from mrsched.simulator import fitted
+
+#: Where a results.json without ``targetFitted`` finds its flags (its scenario file).
+SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 MODES = {
     "hadoop": "each node's heartbeat offers that node only, to every policy (Hadoop 1's assignTasks)",
     "kubernetes": "cluster-wide rounds every heartbeat and whenever a task ends or a job arrives (the operator's loop)",
@@ -41,15 +48,16 @@ def _scenarios(root: Path) -> list[dict[str, object]]:
     for results in sorted(root.glob("*/results.json"), key=key):
         data = json.loads(results.read_text())
         if "policies" in data and "lower_bound" in data:
-            found.append({**data, "_dir": f"{root.name}/{results.parent.name}"})
+            flags = fitted.recorded(data, SCENARIO_DIR)
+            found.append({**data, "_dir": f"{root.name}/{results.parent.name}", "_flags": flags})
     return found
 
 
 def _table(scenarios: list[dict[str, object]]) -> None:
     names = [p for p in POLICIES if any(p in s["policies"] for s in scenarios)]  # type: ignore[operator]
     header = " | ".join(f"{p} makespan / mean job" for p in names)
-    print(f"| scenario | lower bound | slot bound | {header} |")
-    print("|---|---:|---:|" + "---:|" * len(names))
+    print(f"| scenario | rests on target-fitted | lower bound | slot bound | {header} |")
+    print("|---|---|---:|---:|" + "---:|" * len(names))
     for data in scenarios:
         cells = []
         for name in names:
@@ -60,8 +68,9 @@ def _table(scenarios: list[dict[str, object]]) -> None:
         slot = bounds.get("slot_bound_s")  # type: ignore[attr-defined]
         slot = max(slot, bounds["makespan_s"]) if slot else None  # type: ignore[index]
         link = f"[{data['scenario']}]({data['_dir']}/report.md)"
+        flags = fitted.names(data["_flags"]) or "-"  # type: ignore[arg-type]
         print(
-            f"| {link} | {bounds['makespan_s']:.0f} | {f'{slot:.0f}' if slot else '-'} | "  # type: ignore[index]
+            f"| {link} | {flags} | {bounds['makespan_s']:.0f} | {f'{slot:.0f}' if slot else '-'} | "  # type: ignore[index]
             + " | ".join(cells)
             + " |"
         )
@@ -78,7 +87,9 @@ def main(root: Path) -> None:
         " seed by seed: `tests/unit/test_bench_results.py`); the slot bound (for fifo, fair and capacity, which"
         " keep to the slots); each scenario's own `report.md` has every metric and ratio, variants such as"
         " `throughput:known`, and the plots. A `-`: the scenario does not run that policy (Capacity is left out"
-        " where there is one queue: it is FIFO there).\n"
+        " where there is one queue: it is FIFO there). A row that rests on target-fitted constants (set from the"
+        " result they should reproduce; listed below with their sources) names them: no summary reports it as"
+        " met.\n"
     )
     found = False
     for mode, what in MODES.items():
@@ -100,11 +111,17 @@ def main(root: Path) -> None:
         " learning curves: [learning-throughput](learning-throughput/report.md).\n"
     )
     seen = set()
+    flags: list[dict[str, str]] = []
     for mode in MODES:
         for data in _scenarios(root / mode):
             if data["scenario"] not in seen:
                 seen.add(data["scenario"])
+                flags.append(data["_flags"])  # type: ignore[arg-type]
                 print(f"- **{data['scenario']}** ({data['source']}): {data['headline']}")
+    merged = fitted.merge(*flags)
+    if merged:
+        print("\n## Target-fitted constants\n")
+        print("\n".join(fitted.describe(merged)))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Reads bench/results/<mode>/<scenario>/results.json as ``make bench`` writes them: each names the placement mode
 it ran in (and sits under that mode's directory), no policy is called an oracle, the lower bound is at or below
 every policy's makespan seed by seed, the slot bound at or below the policies that keep to the nodes' slots, and
-Capacity is reported only where it differs from FIFO (a scenario with queues)."""
+Capacity is reported only where it differs from FIFO (a scenario with queues). Every result can tell the
+target-fitted constants it rests on (its ``targetFitted``, else its scenario file's), so no summary can call a
+flagged result met."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from mrsched.simulator import fitted
 from mrsched.simulator.result import SLOT_KEEPERS
 from mrsched.simulator.scenario import MODES, load_scenario, policy_name
 
@@ -62,3 +65,12 @@ def test_capacity_is_reported_only_where_it_differs_from_fifo(path: Path) -> Non
     assert [r["mean_job_time_s"] for r in fifo["per_seed"]] != [
         r["mean_job_time_s"] for r in capacity["per_seed"]
     ], "Capacity equals FIFO here: a one-queue scenario should leave Capacity out"
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_result_can_tell_its_target_fitted_constants(path: Path) -> None:
+    result = _load(path)
+    flags = fitted.recorded(result, SCENARIOS)  # results written before the key: from the scenario file
+    if fitted.KEY in result:  # a constant re-derived since (or newly flagged) needs the scenario re-run
+        now = fitted.target_fitted_constants(load_scenario(SCENARIOS / f"{result['scenario']}.yaml"))
+        assert sorted(flags) == sorted(now), "the scenario's target-fitted constants changed: re-run it"

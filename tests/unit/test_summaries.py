@@ -2,11 +2,15 @@
 
 Like-for-like naming (issue 18): the thesis's vs-Capacity figures are held against the ``fifo`` row where a
 scenario has one queue, the policy once named "oracle" is ``greedy-informed``, Tan's Coupling is judged
-against both readings of Fair's T, and a policy a scenario did not run gives "-" rather than a crash."""
+against both readings of Fair's T, and a policy a scenario did not run gives "-" rather than a crash.
+
+Target-fitted constants (issue 19): a result that rests on one (results.json's ``targetFitted``, else its
+scenario file's) is never called "met" by any summary; "not met" names the flags too."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -46,7 +50,13 @@ def _policy(makespans: list[float], mean_job: float | None = None, **extra: Any)
 
 def _result(policies: dict[str, dict[str, Any]], mode: str = "hadoop") -> dict[str, Any]:
     seeds = len(next(iter(policies.values()))["per_seed"])
-    return {"scenario": "hand-made", "mode": mode, "seeds": list(range(1, seeds + 1)), "policies": policies}
+    return {
+        "scenario": "hand-made",
+        "targetFitted": {},  # results.json's record: rests on no target-fitted constant
+        "mode": mode,
+        "seeds": list(range(1, seeds + 1)),
+        "policies": policies,
+    }
 
 
 # dara_summary ---------------------------------------------------------------------------------------------
@@ -191,9 +201,102 @@ def test_gupta_steady_uses_fifo_for_capacity_and_greedy_informed() -> None:
     means = steady.committed_means(committed, [2])
     assert means["fifo"] == 240 and means["greedy-informed"] is None
     assert all(v is None for v in steady.committed_means(committed, [3]).values())  # not the same workloads
-    row = {"wl": "wl1", "seeds": 1, "diagnosis": 200.0, "diagnosis:frozen": 210.0, **means}
+    row = {"wl": "wl1", "seeds": 1, "flags": {}, "diagnosis": 200.0, "diagnosis:frozen": 210.0, **means}
     assert steady.gain(row, "fifo") == pytest.approx(0.2)
     text = steady.markdown([row], "hadoop")
     assert steady.CAPACITY_NOTE in text and "oracle" not in text.lower()
     assert "| largest gain vs Capacity (= FIFO, one queue) | +20.0% | up to +18 % (§6.2.1) | met |" in text
     assert "| worst diagnosis / greedy-informed | - | aim ≤ 1.2 | - |" in text
+
+
+# target-fitted constants (issue 19) -----------------------------------------------------------------------
+
+ALPHAS = "scenario dara-wl1: policyOptions.dara.alphas"
+CPU_RATE = "node class yao-m1large: physics.cpuRate"
+
+
+def _never_met(verdicts: list[str]) -> None:
+    assert verdicts, "no verdicts to check"
+    for verdict in verdicts:
+        assert verdict != "met" and not verdict.startswith("met "), verdict
+
+
+def _flagged(result: dict[str, Any], **flags: str) -> dict[str, Any]:
+    return {**result, "targetFitted": {k.replace("__", " "): v for k, v in flags.items()}}
+
+
+def test_a_flagged_yao_result_is_never_met_even_without_the_key() -> None:
+    users: dict[str, Any] = {"mean_job_time_by_user_s": {"user1": 10.0, "user4": 40.0}}
+    result = _result(
+        {"fifo": _policy([350], **users), "fair": _policy([300], **users), "lsps": _policy([100], **users)}
+    )
+    result = {k: v for k, v in result.items() if k != "targetFitted"}
+    result["scenario"] = "yao-four-users"  # a committed results.json: the flags come from the scenario file
+    rows = {base: verdict for base, _, _, verdict in yao.verdicts(result)}
+    assert rows["fifo"] == f"not claimed: rests on target-fitted {CPU_RATE}"  # 3.5x: met, were it not flagged
+    assert rows["fair"] == f"not claimed: rests on target-fitted {CPU_RATE}"
+    text = "\n".join(yao.section(result, "test"))
+    assert f"* {CPU_RATE}: target-fitted:" in text
+    assert f"no worse than FIFO; not claimed: rests on target-fitted {CPU_RATE})" in text
+    _never_met(list(rows.values()))
+
+
+def test_a_flagged_dara_verdict_is_never_met() -> None:
+    data = _dara_data()
+    data[1] = {**data[1], "targetFitted": {ALPHAS: "target-fitted: Table 4.2"}}
+    rows, totals = dara.summarise(data)
+    verdicts = {metric: verdict for metric, _, _, verdict in dara.verdicts(totals)}
+    claimed = f"not claimed: rests on target-fitted {ALPHAS}"
+    assert verdicts["mean speedup vs Capacity (= FIFO, one queue), 1 workloads"] == claimed
+    assert verdicts["workloads DARA speeds up vs Fair"] == f"not met; rests on target-fitted {ALPHAS}"
+    _never_met([v for v in verdicts.values() if v not in ("", "-")])
+    text = dara.markdown(rows, totals, "hadoop")
+    assert f"* {ALPHAS}: target-fitted: Table 4.2" in text and "| met |" not in text
+
+
+def test_flagged_tan_elkholy_and_steady_verdicts_are_never_met() -> None:
+    result = _flagged(_tan(), scenario__tan__x="target-fitted: y")
+    verdicts = [v for _, _, _, v in tan.verdicts(result, 0.391) if v != "-"]
+    _never_met(verdicts)
+    assert "not claimed: rests on target-fitted scenario tan x" in verdicts
+    four = _flagged(
+        _result({"fair": _policy([1000]), "adaptive-slots": _policy([700])}), a__b="target-fitted: c"
+    )
+    assert "Verdict: not claimed: rests on target-fitted a b." in "\n".join(elkholy.table_v(four))
+    assert "Verdict: not claimed: rests on target-fitted a b." in "\n".join(elkholy.table_vi({4: four}))
+    steady = _module("gupta_ch6_steady")
+    row = {"wl": "wl1", "seeds": 1, "flags": {ALPHAS: "target-fitted: Table 4.2"}, "diagnosis": 100.0}
+    row |= {"diagnosis:frozen": 150.0, "fifo": 150.0, "fair": 150.0, "dara": 120.0, "greedy-informed": 100.0}
+    text = steady.markdown([row], "hadoop")
+    assert "| met |" not in text and f"not claimed: rests on target-fitted {ALPHAS} |" in text
+
+
+def test_dhok_marks_the_row_of_a_flagged_application() -> None:
+    job = {"id": "wordcountdelay", "start_s": 0.0, "finish_s": 100.0, "submit_s": 0.0, "task_s": 700.0}
+    learner = _policy([100])
+    learner["per_seed"][0]["jobs"] = [job]
+    result = _result({"learning": learner})
+    del result["targetFitted"]
+    result["scenario"] = "dhok-job-mix"  # the flags from bench/scenarios/dhok-job-mix.yaml
+    lines = dhok.fig_11(result)
+    row = next(line for line in lines if line.startswith("| wordcountdelay "))
+    assert "not claimed: rests on target-fitted map.waitSPerMB" in row
+    assert any(
+        line.startswith("* application wordcountdelay: map.waitSPerMB: target-fitted:") for line in lines
+    )
+
+
+def test_the_index_names_each_scenarios_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summarise = _module("summarise")
+    bound = {"makespan_s": 50.0, "slot_bound_s": None}
+    for name, flags in (("flagged", {ALPHAS: "target-fitted: Table 4.2"}), ("clean", {})):
+        out = tmp_path / "hadoop" / name
+        out.mkdir(parents=True)
+        record = {**_result({"fifo": _policy([100])}), "scenario": name, "targetFitted": flags}
+        record |= {"source": "s", "headline": "h", "lower_bound": bound}
+        (out / "results.json").write_text(json.dumps(record))
+    summarise.main(tmp_path)
+    text = capsys.readouterr().out
+    assert f"| [flagged](hadoop/flagged/report.md) | {ALPHAS} | 50 |" in text
+    assert "| [clean](hadoop/clean/report.md) | - | 50 |" in text
+    assert f"* {ALPHAS}: target-fitted: Table 4.2" in text

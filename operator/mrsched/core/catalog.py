@@ -19,6 +19,42 @@ from mrsched.core.physics import NodeCapability, TaskDemand
 
 TaskType = Literal["map", "reduce"]
 
+#: Where each numeric default of the models below comes from (issue 19: code defaults are constants too), keyed
+#: ``Model.alias`` and valued as a catalog entry's ``sources`` are (mrsched.core.provenance's kinds).
+#: tests/unit/test_constant_sources.py fails on a numeric default without an entry and on an entry naming none.
+#: ``PhysicsSpec.crossRackMBps`` defaults to None, which stands for a number (half the NIC, ``cross_rack_cost``).
+DEFAULT_SOURCES: dict[str, str] = {
+    "PhysicsSpec.cpuRate": "paper: seed 002 Eq 3.5 and Table 3.1, κc = 1 is the reference machine (machine1-2)",
+    "PhysicsSpec.diskRate": "paper: seed 002 Eq 3.5 and Table 3.1, κd = 1 is the reference machine (machine1-2)",
+    "PhysicsSpec.overheadS": "assumption: 1 s task start-up for a class that names no Ω (the seeds give Ω only for "
+    "seed 002's machines, 4.8-45 s; a JVM or interpreter starts in about a second)",
+    "PhysicsSpec.networkMBps": "spec: 1 Gbit/s Ethernet = 125 MB/s, the NIC of the seeds' clusters (seed 000 §V-A)",
+    "PhysicsSpec.noiseSigma": "assumption: 5 % log-normal spread of a task's work (seed 002 §3.2.1 learns a σ per "
+    "machine but reports none)",
+    "PhysicsSpec.cpuContention": "assumption: near dara-8core's 0.22, set from seed 002 Fig 2.5's Pi peak at 12 tasks "
+    "on 8 cores; no other seed measures CPU contention",
+    "PhysicsSpec.diskContention": "assumption: seek thrashing of one disk per extra stream; no seed gives a disk-only "
+    "concurrency curve",
+    "PhysicsSpec.swapPenalty": "assumption: swapping slows work about tenfold (memory vs disk speed); no seed "
+    "over-subscribes memory",
+    "PhysicsSpec.oomRatio": "assumption: the kernel's OOM killer acts once demand is 1.5x the node's memory (swap "
+    "exhausted); no seed reports a kill",
+    "PhysicsSpec.crossRackMBps": "assumption: None = half the NIC, a 2:1 oversubscribed rack uplink, common in "
+    "Hadoop racks of the seeds' era (no seed states its topology)",
+    "NodeClass.pods": "spec: Kubernetes kubelet's default maxPods, 110",
+    "TaskProfile.cpuS": "assumption: a term a profile does not name is absent (zero work)",
+    "TaskProfile.cpuSPerMB": "assumption: a term a profile does not name is absent (zero work)",
+    "TaskProfile.readMB": "assumption: a term a profile does not name is absent (zero bytes)",
+    "TaskProfile.readPerInput": "assumption: a term a profile does not name is absent (zero bytes)",
+    "TaskProfile.writeMB": "assumption: a term a profile does not name is absent (zero bytes)",
+    "TaskProfile.writePerInput": "assumption: a term a profile does not name is absent (zero bytes)",
+    "TaskProfile.memoryMB": "assumption: 256 MB for a profile that names no memory, within seed 002 Table 2.1's "
+    "140-300 MB per map",
+    "TaskProfile.waitS": "assumption: a task sleeps only where its profile says so (zero wait)",
+    "TaskProfile.waitSPerMB": "assumption: a task sleeps only where its profile says so (zero wait)",
+    "NodeGroup.count": "assumption: a node group that names no count is one node",
+}
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
@@ -46,6 +82,8 @@ class PhysicsSpec(_Strict):
 class NodeClass(_Strict):
     name: str = ""
     source: str = ""
+    #: Where each of its numbers comes from, by dotted path (mrsched.core.provenance).
+    sources: dict[str, str] = Field(default_factory=dict)
     cores: int = Field(ge=1)
     memory_mib: int = Field(alias="memoryMiB", ge=64)
     pods: int = Field(110, ge=1)
@@ -106,6 +144,8 @@ class TaskProfile(_Strict):
 class Application(_Strict):
     map: TaskProfile
     reduce: TaskProfile | None = None
+    #: Where each of its numbers comes from, by dotted path (mrsched.core.provenance).
+    sources: dict[str, str] = Field(default_factory=dict)
 
     def profile(self, task_type: TaskType) -> TaskProfile:
         if task_type == "reduce":

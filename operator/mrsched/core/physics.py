@@ -44,8 +44,10 @@ from enum import Enum
 from typing import Literal
 
 #: Disk bandwidth of the reference machine (κd = 1), in MB/s: converts bytes moved into θd.
+#: assumption: a hard disk's sequential rate of the seeds' era; seed 002 gives κd = 1 no bandwidth.
 REFERENCE_DISK_MBPS = 100.0
 #: Share of the start-up overhead Ω that burns CPU (JVM or interpreter start), for usage accounting.
+#: assumption: half; no seed measures it (`make calibrate` measures our bare start-up's CPU/wall ratio).
 OVERHEAD_CPU_SHARE = 0.5
 _EPS = 1e-9
 
@@ -58,14 +60,23 @@ class NodeCapability:
 
     cores: int
     memory_mb: float
+    #: paper: seed 002 Eq 3.5 and Table 3.1, κ = 1 is the reference machine.
     cpu_rate: float = 1.0  # κc: reference-core seconds of CPU work per second, per core
+    #: paper: seed 002 Eq 3.5 and Table 3.1, κ = 1 is the reference machine.
     disk_rate: float = 1.0  # κd: reference-disk seconds of disk work per second
+    #: assumption: a JVM or interpreter starts in about a second (as catalog.DEFAULT_SOURCES).
     overhead_s: float = 1.0  # Ω
+    #: spec: 1 Gbit/s Ethernet, the seeds' clusters' NIC.
     network_mbps: float = 1000.0 / 8  # NIC bandwidth, MB/s (1 Gbit/s)
+    #: assumption: 5 % spread (seed 002 §3.2.1 learns a σ per machine but reports none).
     noise_sigma: float = 0.05  # σ of the log-normal noise on a task's work
+    #: assumption: near dara-8core's 0.22 from seed 002 Fig 2.5; no other seed measures it.
     cpu_contention: float = 0.2  # a: extra cost per consumer beyond the core count, relative to C
+    #: assumption: no seed gives a disk-only concurrency curve.
     disk_contention: float = 0.1  # b: seek thrashing per extra concurrent stream
+    #: assumption: swapping slows work about tenfold; no seed over-subscribes memory.
     swap_penalty: float = 10.0
+    #: assumption: the OOM killer acts at 1.5x the node's memory; no seed reports a kill.
     oom_ratio: float = 1.5
 
     def __post_init__(self) -> None:

@@ -12,6 +12,8 @@ matplotlib.use("Agg")  # files only, never a display
 import matplotlib.pyplot as plt
 
 from mrsched.simulator.engine import SimulationResult
+from mrsched.simulator.fitted import KEY as TARGET_FITTED
+from mrsched.simulator.fitted import describe
 from mrsched.simulator.result import SLOT_KEEPERS
 
 _REFERENCES = ("fifo", "fair", "greedy-informed")
@@ -38,6 +40,7 @@ def markdown(summary: dict[str, Any]) -> str:
         "",
         f"Headline to reproduce: {summary['headline']}",
         "",
+        *_target_fitted(summary),
         f"Placement mode: **{mode}**, the same for every policy below ({_MODES[mode]}).",
         "",
         f"Seeds: {', '.join(str(s) for s in summary['seeds'])}. Times in seconds, means over seeds. Ratios are "
@@ -78,6 +81,18 @@ def markdown(summary: dict[str, Any]) -> str:
     extra = ", `throughput.png`" if any("detection" in p for p in policies.values()) else ""
     lines += ["", f"Plots: `job_completion_cdf.png`, `utilisation.png`, `policies.png`{extra}.", ""]
     return "\n".join(lines)
+
+
+def _target_fitted(summary: dict[str, Any]) -> list[str]:
+    """The target-fitted constants the results rest on, each with its source (none: no lines). A results.json
+    written before ``targetFitted`` existed says so: its scenario file's ``sources`` has them."""
+    if TARGET_FITTED not in summary:
+        return [
+            "Target-fitted constants: not recorded in this results.json (written before `targetFitted`); see "
+            "the scenario file's and its catalog entries' `sources`.",
+            "",
+        ]
+    return describe(summary[TARGET_FITTED])
 
 
 def _slot_bound(summary: dict[str, Any]) -> list[str]:

@@ -20,6 +20,7 @@ from mrsched.core.policy import TruePhysics
 from mrsched.policies import make_policy
 from mrsched.simulator.detection import summarise_detection
 from mrsched.simulator.engine import Simulation, SimulationResult, base_demand
+from mrsched.simulator.fitted import target_fitted_constants
 from mrsched.simulator.scenario import PlacementMode, Scenario, policy_name
 from mrsched.simulator.workload import build_jobs
 
@@ -262,6 +263,8 @@ def run_scenario(
         "scenario": scenario.name,
         "source": scenario.source,
         "headline": scenario.headline,
+        # The target-fitted constants its results rest on (mrsched.simulator.fitted): never reported as met.
+        "targetFitted": target_fitted_constants(scenario),
         "mode": mode,
         "seeds": seeds,
         "policies": {},
