@@ -59,12 +59,12 @@ def degraded_condition(status: dict[str, Any]) -> dict[str, Any]:
     return next((c for c in status.get("conditions") or [] if c.get("type") == "Degraded"), {})
 
 
-def started_on(kube: Kube, namespace: str) -> dict[str, tuple[str, str, str]]:
-    """Every task pod of J_IO: name -> (job, node, placement reason)."""
+def started_on(kube: Kube, namespace: str) -> dict[str, tuple[str, str]]:
+    """Every task pod of J_IO: name -> (node, placement reason)."""
     out = {}
     for pod in task_pods(kube, namespace, "jio"):
         reason = json.loads(pod["metadata"].get("annotations", {}).get(PLACEMENT, "{}")).get("reason", "")
-        out[pod["metadata"]["name"]] = ("jio", pod["spec"].get("nodeName") or "", reason)
+        out[pod["metadata"]["name"]] = (pod["spec"].get("nodeName") or "", reason)
     return out
 
 
@@ -125,7 +125,9 @@ def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
         print("before the fault:", {k: before.get(k) for k in ("gammaC", "gammaD", "nominalC", "nominalD")})
         assert before["degraded"] == [] and all(verdict(kube, n) == [] for n in nodes)
         healthy = started_on(kube, namespace)
-        assert any(v[1] == target for v in healthy.values()), "no disk work on the target: nothing to detect"
+        assert any(node == target for node, _ in healthy.values()), (
+            "no disk work on the target: nothing to detect"
+        )
 
         # The chaos hook: four extra streams writing to the target's disk from now on.
         emulator.client.add_fault(target, "disk-hog", intensity=4.0)
@@ -170,19 +172,17 @@ def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
         before_window = started_on(kube, namespace)
         time.sleep(TAINTED_WINDOW_S)
         in_window = {n: v for n, v in started_on(kube, namespace).items() if n not in before_window}
-        on_target = [v for v in in_window.values() if v[1] == target]
-        healthy_jio = list(healthy.values())
-        window_jio = list(in_window.values())
-        share_healthy = sum(v[1] == target for v in healthy_jio) / len(healthy_jio)
-        share_tainted = sum(v[1] == target for v in window_jio) / max(len(window_jio), 1)
+        on_target = [reason for node, reason in in_window.values() if node == target]
+        share_healthy = sum(node == target for node, _ in healthy.values()) / len(healthy)
+        share_tainted = sum(node == target for node, _ in in_window.values()) / max(len(in_window), 1)
         print(
-            f"J_IO maps on the target: {share_healthy:.0%} of {len(healthy_jio)} while healthy, "
-            f"{share_tainted:.0%} of {len(window_jio)} in {TAINTED_WINDOW_S:.0f} s tainted; "
-            f"on the target then: {[v[2][-60:] for v in on_target]}"
+            f"J_IO maps on the target: {share_healthy:.0%} of {len(healthy)} while healthy, "
+            f"{share_tainted:.0%} of {len(in_window)} in {TAINTED_WINDOW_S:.0f} s tainted; "
+            f"on the target then: {[reason[-60:] for reason in on_target]}"
         )
-        assert all("canary on a node tainted" in v[2] for v in on_target)
+        assert all("canary on a node tainted" in reason for reason in on_target)
         assert len(on_target) <= TAINTED_WINDOW_S / CANARY_INTERVAL_S + 1
-        assert window_jio, "J_IO went on on the other nodes"
+        assert in_window, "J_IO went on on the other nodes"
         assert share_tainted < share_healthy, (share_tainted, share_healthy)  # J_IO moved off the target
         assert verdict(kube, target) == ["disk"]  # the slow canaries keep the verdict
 
