@@ -65,6 +65,7 @@ def test_fifo_fills_free_map_slots_and_hands_out_one_reduce_after_slowstart() ->
     placed = fifo.assign(snap, "n0")
     assert [p.task.kind for p in placed] == ["map", "map"]  # no map done yet: reduces wait (5 % slow-start)
     j.finished_maps = 1
+    snap.touch()  # the owner's contract: a changed job invalidates the policies' per-version caches
     placed = fifo.assign(snap, "n0")
     assert [p.task.kind for p in placed] == ["reduce"]  # slots full of maps, one reduce per heartbeat
 

@@ -7,12 +7,14 @@ an :class:`Explanation` (policy, score, reason, runner-up) that the operator wri
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from mrsched.core.probes import Capability
 
 TaskType = Literal["map", "reduce"]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +180,47 @@ class ClusterSnapshot:
     #: derives its delay-scheduling waits from it (FairScheduler: 1.5 heartbeat intervals).
     heartbeat_s: float = 3.0
     _jobs_by_id: dict[str, Job] | None = field(default=None, repr=False)
+    _slot_totals: tuple[int, int, int] | None = field(default=None, repr=False)  # (nodes, map, reduce)
+    _memo: dict[Hashable, object] = field(default_factory=dict, repr=False)
+    _memo_version: int = field(default=-1, repr=False)
+
+    def slot_total(self, kind: TaskType) -> int:
+        """The cluster's slots of ``kind``, summed over every node: Hadoop 1's ClusterStatus.getMaxMapTasks /
+        getMaxReduceTasks, which both Hadoop schedulers read on every heartbeat. Kept until a node is replaced
+        (:meth:`replace_node`): a heartbeat would otherwise cost a pass over every node."""
+        totals = self._slot_totals
+        if totals is None or totals[0] != len(self.nodes):
+            nodes = self.nodes.values()
+            totals = (len(self.nodes), sum(n.map_slots for n in nodes), sum(n.reduce_slots for n in nodes))
+            self._slot_totals = totals
+        return totals[1] if kind == "map" else totals[2]
+
+    def replace_node(self, name: str, node: Node) -> None:
+        """Change what the scheduler knows of a node (its slots, its health verdict); jobs and running attempts
+        are unchanged, so :attr:`version` is too."""
+        old, totals = self.nodes.get(name), self._slot_totals
+        self.nodes[name] = node
+        if old is None or totals is None:
+            self._slot_totals = None
+        else:  # kept exact by the difference: self-adaptive slots replaces a node on each of its heartbeats
+            self._slot_totals = (
+                totals[0],
+                totals[1] + node.map_slots - old.map_slots,
+                totals[2] + node.reduce_slots - old.reduce_slots,
+            )
+
+    def memo(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """``compute()`` once per :attr:`version`: for a policy's sums over every active job (demand, running
+        tasks, the FIFO order), which change only when a job or a running attempt does, while a cluster's
+        heartbeats come far more often. Callers must not mutate what it returns."""
+        if self._memo_version != self.version:
+            self._memo.clear()
+            self._memo_version = self.version
+        try:
+            return self._memo[key]  # type: ignore[return-value]
+        except KeyError:
+            value = self._memo[key] = compute()
+            return value
 
     def running_on(self, node: str, kind: TaskType | None = None) -> int:
         attempts = self.running.get(node, ())

@@ -252,11 +252,13 @@ class AdaptiveSlots(Policy):
         original = snapshot.nodes[node]
         # Fair reads a node's slots from the snapshot: show it m_i, r_i for this call only, so that the rest of
         # the round (and the owner of the snapshot) keeps the node as it is.
-        snapshot.nodes[node] = replace(original, map_slots=state.map_slots, reduce_slots=state.reduce_slots)
+        snapshot.replace_node(
+            node, replace(original, map_slots=state.map_slots, reduce_slots=state.reduce_slots)
+        )
         try:
             placements = self.fair.assign(snapshot, node)
         finally:
-            snapshot.nodes[node] = original
+            snapshot.replace_node(node, original)
         head = f"map slots {state.map_slots}, reduce slots {state.reduce_slots} ({why})"
         return [
             replace(

@@ -142,7 +142,7 @@ class Capacity(SlotPolicy):
         by_queue: dict[str, list[Job]] = defaultdict(list)
         for job in snapshot.jobs:
             by_queue[self.queue_of(job)].append(job)
-        total = sum(n.slots(kind) for n in snapshot.nodes.values())
+        total = snapshot.slot_total(kind)
         names = set(by_queue)
         queues = []
         for name, jobs in by_queue.items():

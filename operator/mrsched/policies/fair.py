@@ -284,13 +284,13 @@ class Fair(SlotPolicy):
         tracker = snapshot.nodes[node]
         # The tracker's running tasks as its heartbeat reports them (tts.countMapTasks/countReduceTasks).
         counts = {kind: snapshot.running_on(node, kind) for kind in _KINDS}
-        demand = {kind: 0 for kind in _KINDS}  # Σ pool demand: running + pending (runnableMaps/Reduces)
-        running = {kind: 0 for kind in _KINDS}
-        for job in snapshot.jobs:
-            for kind in _KINDS:
-                running[kind] += job.running(kind)
-                demand[kind] += job.running(kind) + self._pending(job, kind)
-        total = {kind: sum(n.slots(kind) for n in snapshot.nodes.values()) for kind in _KINDS}
+        if all(counts[kind] >= tracker.slots(kind) for kind in _KINDS):
+            return []  # full: the load manager's cap is at most the tracker's slots, so both kinds are rejected
+        running, demand = snapshot.memo("fair.running+demand", lambda: self._running_and_demand(snapshot))
+        if running == demand:
+            return []  # nothing pending anywhere: the loop below would reject both kinds at once
+        running, demand = dict(running), dict(demand)  # this heartbeat counts its own placements in
+        total = {kind: snapshot.slot_total(kind) for kind in _KINDS}
         caps = {"map": self.cfg.assign_multiple_maps, "reduce": self.cfg.assign_multiple_reduces}
         capacity = {kind: self._max_to_assign(snapshot.free_slots(node, kind), caps[kind]) for kind in _KINDS}
         assigned = {kind: 0 for kind in _KINDS}
@@ -326,6 +326,18 @@ class Fair(SlotPolicy):
             assigned[kind] += 1
             running[kind] += 1
         return placements
+
+    def _running_and_demand(
+        self, snapshot: ClusterSnapshot
+    ) -> tuple[dict[TaskType, int], dict[TaskType, int]]:
+        """Σ over jobs of running tasks, and of pool demand: running + pending (runnableMaps/Reduces)."""
+        running = {kind: 0 for kind in _KINDS}
+        demand = {kind: 0 for kind in _KINDS}
+        for job in snapshot.jobs:
+            for kind in _KINDS:
+                running[kind] += job.running(kind)
+                demand[kind] += job.running(kind) + self._pending(job, kind)
+        return running, demand
 
     def _max_to_assign(self, free: int, cap: int) -> int:
         """FairScheduler.maxTasksToAssign (FairScheduler.java:564-574): 1 without assignMultiple, else the node's

@@ -52,17 +52,26 @@ class Fifo(SlotPolicy):
     Config = FifoConfig
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
-        ordered = fifo_order(snapshot.jobs)
+        if not snapshot.memo("fifo.any-pending", lambda: any(map(_has_pending, snapshot.jobs))):
+            return []  # every map and every startable reduce runs or is done: a light trace's usual heartbeat
+        ordered = snapshot.memo("fifo.order", lambda: fifo_order(snapshot.jobs))
         placements = self._maps(snapshot, node, ordered)
         placements += self._reduce(snapshot, node, ordered)
         return placements
 
     def _maps(self, snapshot: ClusterSnapshot, node: str, ordered: list[Job]) -> list[Placement]:
         slots = snapshot.nodes[node].map_slots
-        remaining = sum(len(j.maps) - j.finished_maps for j in ordered)  # desiredMaps - finishedMaps
-        cluster = sum(n.map_slots for n in snapshot.nodes.values())
+        running = snapshot.running_on(node, "map")
+        if (
+            running >= slots
+        ):  # full: the load factor can only lower the cap (most heartbeats of a busy cluster)
+            return []
+        remaining = snapshot.memo(  # desiredMaps - finishedMaps
+            "fifo.remaining-maps", lambda: sum(len(j.maps) - j.finished_maps for j in ordered)
+        )
+        cluster = snapshot.slot_total("map")
         current = min(load_capacity(slots, remaining, cluster), slots)
-        available = current - snapshot.running_on(node, "map")
+        available = current - running
         if available <= 0:
             return []
         exceeded = self._exceeded_padding(snapshot, ordered, "map", slots)
@@ -92,10 +101,16 @@ class Fifo(SlotPolicy):
 
     def _reduce(self, snapshot: ClusterSnapshot, node: str, ordered: list[Job]) -> list[Placement]:
         slots = snapshot.nodes[node].reduce_slots
-        remaining = sum(len(j.reduces) - j.finished_reduces for j in ordered if j.reduces_allowed())
-        cluster = sum(n.reduce_slots for n in snapshot.nodes.values())
+        running = snapshot.running_on(node, "reduce")
+        if running >= slots:
+            return []
+        remaining = snapshot.memo(
+            "fifo.remaining-reduces",
+            lambda: sum(len(j.reduces) - j.finished_reduces for j in ordered if j.reduces_allowed()),
+        )
+        cluster = snapshot.slot_total("reduce")
         current = min(load_capacity(slots, remaining, cluster), slots)
-        if min(current - snapshot.running_on(node, "reduce"), 1) <= 0:
+        if min(current - running, 1) <= 0:
             return []
         exceeded = self._exceeded_padding(snapshot, ordered, "reduce", slots)
         for job in ordered:
@@ -112,18 +127,35 @@ class Fifo(SlotPolicy):
         self, snapshot: ClusterSnapshot, ordered: list[Job], kind: TaskType, tracker_slots: int
     ) -> bool:
         """JobQueueTaskScheduler.exceededPadding (java:268-312): is the cluster so close to full that the pad
-        for failures and speculative tasks would be eaten?"""
+        for failures and speculative tasks would be eaten? The same for every heartbeat until a job or a running
+        attempt changes, so kept per snapshot version."""
         cfg: FifoConfig = self.config  # type: ignore[assignment]
-        running = sum(j.running(kind) for j in ordered)
-        capacity = sum(n.slots(kind) for n in snapshot.nodes.values())
-        needed = 0
-        for job in ordered:
-            if not job.reduces:  # as the source: jobs without reduces are skipped, for maps too
-                continue
-            needed += len(job.tasks(kind))
-            pad = 0
-            if len(snapshot.nodes) > MIN_CLUSTER_SIZE_FOR_PADDING:
-                pad = min(tracker_slots, int(needed * cfg.capacity_pad))
-            if running + pad >= capacity:
-                return True
-        return False
+        capacity = snapshot.slot_total(kind)
+        pad_on = len(snapshot.nodes) > MIN_CLUSTER_SIZE_FOR_PADDING
+        return snapshot.memo(
+            ("fifo.padding", kind, tracker_slots, capacity, pad_on, cfg.capacity_pad),
+            lambda: _exceeded(ordered, kind, tracker_slots, capacity, cfg.capacity_pad if pad_on else None),
+        )
+
+
+def _has_pending(job: Job) -> bool:
+    """Whether pick_map or pick_reduce could find a task of ``job`` (their own first tests)."""
+    if job.finished_maps + job.running_maps < len(job.maps):
+        return True
+    return job.reduces_allowed() and job.finished_reduces + job.running_reduces < len(job.reduces)
+
+
+def _exceeded(
+    ordered: list[Job], kind: TaskType, tracker_slots: int, capacity: int, capacity_pad: float | None
+) -> bool:
+    """exceededPadding's loop over jobs in FIFO order (``capacity_pad`` None: the cluster is too small to pad)."""
+    running = sum(j.running(kind) for j in ordered)
+    needed = 0
+    for job in ordered:
+        if not job.reduces:  # as the source: jobs without reduces are skipped, for maps too
+            continue
+        needed += len(job.tasks(kind))
+        pad = 0 if capacity_pad is None else min(tracker_slots, int(needed * capacity_pad))
+        if running + pad >= capacity:
+            return True
+    return False

@@ -238,7 +238,7 @@ class Lsps(SlotPolicy):
             if job.id not in self._jobs:  # not announced (e.g. hand-built or restored): submit it now
                 self.on_job_submitted(job, snapshot.now)
         for kind in _KINDS:
-            total = sum(n.slots(kind) for n in snapshot.nodes.values())
+            total = snapshot.slot_total(kind)
             jobs = self._snapshot_jobs(snapshot, kind)
             active = {u for u, _, _, left in jobs if left > 0}
             if self._dirty[kind] or self._totals.get(kind) != total or active != set(self.shares[kind]):

@@ -444,7 +444,7 @@ class Simulation:
                 ):  # the policy sees the verdict (Node.slowdown), as the operator's policies do
                     slowdown = self.health.monitor.slowdown(node)
                     if slowdown != self.nodes[node].slowdown:
-                        self.nodes[node] = replace(self.nodes[node], slowdown=slowdown)
+                        self.snapshot.replace_node(node, replace(self.nodes[node], slowdown=slowdown))
             job.finished_maps += 1
             profile = application(job.app).map
             job.map_output_mb[node] = job.map_output_mb.get(node, 0.0) + profile.output(task.input_mb)
