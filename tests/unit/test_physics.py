@@ -192,6 +192,19 @@ def test_noise_is_deterministic_per_seed_node_and_task() -> None:
     assert noise_factor(2, "a", "t0", 0.1) != draws[0]
 
 
+def test_noise_is_random_random_gauss_seeded_by_the_hash() -> None:
+    """The committed results were drawn with random.Random(blake2b(seed/node/task)).gauss(0, σ); the unrolled
+    draw must give the very same factors, or every result would silently change."""
+    import hashlib
+    import random
+
+    for i in range(500):
+        seed, node, task = i % 5, f"node-{i % 37}", f"job-{i}/map/{i % 11}#1"
+        digest = hashlib.blake2b(f"{seed}/{node}/{task}".encode(), digest_size=8).digest()
+        expected = math.exp(random.Random(int.from_bytes(digest, "big")).gauss(0.0, 0.05))
+        assert noise_factor(seed, node, task, 0.05) == expected
+
+
 def test_usage_and_counters_account_for_the_work_done() -> None:
     model = NodeModel("n", CAP)
     model.start("t", TaskDemand(cpu_s=4.0, read_mb=30.0, write_mb=20.0, memory_mb=100), 0.0)

@@ -35,9 +35,9 @@ from the seed, the node and the task id.
 
 from __future__ import annotations
 
+import _random  # random.Random's C generator: noise_factor
 import hashlib
 import math
-import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -212,12 +212,21 @@ class _Rates:
     disk_streams: float
 
 
+_TWO_PI = 2.0 * math.pi  # random.TWOPI
+
+
 def noise_factor(seed: int, node: str, task_id: str, sigma: float) -> float:
     """Log-normal work multiplier with median 1, the same for the same (seed, node, task)."""
     if sigma <= 0:
         return 1.0
     digest = hashlib.blake2b(f"{seed}/{node}/{task_id}".encode(), digest_size=8).digest()
-    return math.exp(random.Random(int.from_bytes(digest, "big")).gauss(0.0, sigma))
+    # random.Random(n).gauss(0, sigma), unrolled on the C generator the class wraps: the same Mersenne Twister
+    # state and the same two uniforms (tests/unit/test_physics.py pins it), without the Python-level seed and
+    # gauss wrappers, which cost as much as the draw itself; the lower bound draws one per task and node.
+    rng = _random.Random(int.from_bytes(digest, "big"))
+    x2pi = rng.random() * _TWO_PI
+    g2rad = math.sqrt(-2.0 * math.log(1.0 - rng.random()))
+    return math.exp(math.cos(x2pi) * g2rad * sigma)
 
 
 class NodeModel:
@@ -238,18 +247,21 @@ class NodeModel:
         self._running: dict[str, _Running] = {}
         self._finished: list[TaskOutcome] = []
         self._cached: _Rates | None = None
+        #: next_event_s's answer for the current state (None: stale). A heartbeat asks it three times of an
+        #: unchanged node; everything that changes the answer resets it with the rates (_invalidate).
+        self._next: float | None = None
 
     # --- inputs -------------------------------------------------------------------------------------------
 
     def add_fault(self, fault: Fault) -> None:
         self.faults.append(fault)
-        self._cached = None
+        self._invalidate()
 
     def clear_faults(self, now: float) -> None:
         """End every active fault at ``now`` (after advancing to it)."""
         self.advance(now)
         self.faults = [replace(f, end_s=now) if f.active(now) else f for f in self.faults if f.start_s <= now]
-        self._cached = None
+        self._invalidate()
 
     def start(self, task_id: str, demand: TaskDemand, now: float) -> bool:
         """Start a task at ``now``. Returns False, recording an OOM-killed outcome, when memory would pass
@@ -267,14 +279,14 @@ class NodeModel:
             self._finished.append(TaskOutcome(task_id, now, now, task.usage))
         else:
             self._running[task_id] = task
-            self._cached = None
+            self._invalidate()
         return True
 
     def stop(self, task_id: str, now: float) -> TaskUsage | None:
         """Kill a running task at ``now``; returns what it had consumed, or None if it was not running."""
         self.advance(now)
         task = self._running.pop(task_id, None)
-        self._cached = None
+        self._invalidate()
         return task.usage if task else None
 
     # --- state --------------------------------------------------------------------------------------------
@@ -286,17 +298,27 @@ class NodeModel:
     def memory_used_mb(self) -> float:
         return sum(t.demand.memory_mb for t in self._running.values())
 
+    def _invalidate(self) -> None:
+        self._cached = None
+        self._next = None
+
     def effective_cores(self, now: float | None = None) -> int:
+        if not self.faults:  # the common case, without a generator per call
+            return self.capability.cores
         t = self.now if now is None else now
         lost = sum(f.intensity for f in self.faults if f.kind == "lost-cores" and f.active(t))
         return max(1, self.capability.cores - int(lost))
 
     def cpu_hog_threads(self) -> float:
+        if not self.faults:
+            return 0
         return sum(f.intensity for f in self.faults if f.kind == "cpu-hog" and f.active(self.now)) * (
             self.effective_cores()
         )
 
     def disk_hog_streams(self) -> float:
+        if not self.faults:
+            return 0
         return sum(f.intensity for f in self.faults if f.kind == "disk-hog" and f.active(self.now))
 
     def runnable(self) -> float:
@@ -344,14 +366,20 @@ class NodeModel:
 
     def next_event_s(self) -> float:
         """Model time of the next phase change or fault boundary (inf when nothing will change)."""
+        if self._next is not None:
+            return self._next
         rates = self._rates().per_task
+        now = self.now
         soonest = math.inf
         for task in self._running.values():
-            soonest = min(soonest, self.now + task.remaining / rates[task.task_id])
+            at = now + task.remaining / rates[task.task_id]
+            if at < soonest:
+                soonest = at
         for fault in self.faults:
             for edge in (fault.start_s, fault.end_s):
-                if edge is not None and edge > self.now + _EPS:
+                if edge is not None and edge > now + _EPS:
                     soonest = min(soonest, edge)
+        self._next = soonest
         return soonest
 
     def advance(self, now: float) -> None:
@@ -371,9 +399,10 @@ class NodeModel:
             step_end = min(now, event)
             self._integrate(step_end - self.now)
             self.now = step_end
+            self._next = None
             if step_end >= event:  # a phase ends or a fault starts or stops here: the sharing changes
                 self._complete_phases()
-                self._cached = None
+                self._invalidate()
 
     def _finish_due(self) -> None:
         rates = self._rates().per_task
@@ -381,7 +410,7 @@ class NodeModel:
             if self.now + task.remaining / rates[task.task_id] <= self.now + _EPS:  # next_event_s's test
                 task.remaining = 0.0
         self._complete_phases()
-        self._cached = None
+        self._invalidate()
 
     def _integrate(self, dt: float) -> None:
         rates = self._rates()

@@ -15,7 +15,7 @@ from scipy.optimize import linprog
 
 from mrsched.core.catalog import expand_layout
 from mrsched.core.model import Job
-from mrsched.core.physics import isolated_duration, noise_factor
+from mrsched.core.physics import NodeCapability, isolated_duration, noise_factor
 from mrsched.core.policy import TruePhysics
 from mrsched.policies import make_policy
 from mrsched.simulator.detection import summarise_detection
@@ -44,6 +44,11 @@ def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
     sigma = {name: cap.noise_sigma for name, cap in sim.capabilities.items()}
     cpu_capacity = sum(c.cpu_rate * c.cores for c in caps.values())
     disk_capacity = sum(c.disk_rate for c in caps.values())
+    # Nodes of one class share their noise-free capability: a task's isolated time is computed once per class,
+    # only the noise factor once per node (the draws are most of the bound's cost: one seeded generator each).
+    classes: dict[NodeCapability, list[str]] = {}
+    for name, cap in caps.items():
+        classes.setdefault(cap, []).append(name)
     cpu_work = disk_work = 0.0
     critical = 0.0
     shortest_map: dict[str, dict[str, float]] = {}  # job -> node -> its shortest map there (the slot bound's)
@@ -52,23 +57,22 @@ def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
         for task in job.maps + job.reduces:
             local = base_demand(job.app, task)
             remote = replace(local, read_mb=max(0.0, local.read_mb - task.input_mb), network_mb=task.input_mb)
-            factors = {
-                name: noise_factor(sim.seed, name, f"{task.key}#1", sigma[name]) if sigma[name] > 0 else 1.0
-                for name in caps
-            }
-            least = min(factors.values())
+            attempt = f"{task.key}#1"
+            least = shortest = math.inf
+            held = shortest_map.setdefault(job.id, {}) if task.kind == "map" else None
+            for cap, names in classes.items():
+                isolated = min(isolated_duration(cap, local), isolated_duration(cap, remote))
+                for name in names:
+                    factor = noise_factor(sim.seed, name, attempt, sigma[name]) if sigma[name] > 0 else 1.0
+                    least = min(least, factor)
+                    # Every term of a task's time, its start-up overhead too, scales with its noise factor.
+                    t = factor * isolated
+                    shortest = min(shortest, t)
+                    if held is not None:
+                        held[name] = min(held.get(name, math.inf), t)
             cpu_work += local.cpu_s * least
             disk_work += remote.disk_s * least
-            # Every term of a task's time, its start-up overhead too, scales with its noise factor.
-            times = {
-                name: factors[name] * min(isolated_duration(cap, local), isolated_duration(cap, remote))
-                for name, cap in caps.items()
-            }
-            fastest[task.kind] = min(fastest.get(task.kind, float("inf")), min(times.values()))
-            if task.kind == "map":
-                held = shortest_map.setdefault(job.id, {})
-                for name, t in times.items():
-                    held[name] = min(held.get(name, float("inf")), t)
+            fastest[task.kind] = min(fastest.get(task.kind, math.inf), shortest)
         critical = max(critical, job.submit_s + fastest.get("map", 0.0) + fastest.get("reduce", 0.0))
     first = min((j.submit_s for j in jobs), default=0.0)
     work = first + max(cpu_work / cpu_capacity, disk_work / disk_capacity)
@@ -239,6 +243,36 @@ def _mean(runs: list[dict[str, Any]], key: str) -> float:
     return statistics.fmean(r[key] for r in runs)
 
 
+def build_simulation(
+    scenario: Scenario,
+    name: str,
+    seed: int,
+    jobs: list[Job],
+    *,
+    mode: PlacementMode,
+    load_state: dict[str, Any] | None = None,
+) -> Simulation:
+    """The simulation of one policy entry (``fair``, ``fair:slots4``...) on one seed's jobs, as
+    :func:`run_scenario` runs it: the entry's cluster overrides and options, the scenario's monitor."""
+
+    def factory(truth: TruePhysics) -> Any:
+        policy = make_policy(policy_name(name), scenario.options_for(name), seed=seed, truth=truth)
+        if load_state and name in load_state:
+            policy.load_state(load_state[name])
+        return policy
+
+    monitor = scenario.monitor
+    return Simulation(
+        scenario.cluster_for(name),
+        jobs,
+        factory,
+        seed=seed,
+        monitor=monitor,
+        feedback=monitor is not None and name in monitor.feedback,
+        mode=mode,
+    )
+
+
 def run_scenario(
     scenario: Scenario,
     policies: list[str] | None = None,
@@ -275,23 +309,7 @@ def run_scenario(
         for name in policies:
             started = time.monotonic()
             jobs = build_jobs(scenario, nodes, seed)
-
-            def factory(truth: TruePhysics, name: str = name, seed: int = seed) -> Any:
-                policy = make_policy(policy_name(name), scenario.options_for(name), seed=seed, truth=truth)
-                if load_state and name in load_state:
-                    policy.load_state(load_state[name])
-                return policy
-
-            monitor = scenario.monitor
-            sim = Simulation(
-                scenario.cluster_for(name),
-                jobs,
-                factory,
-                seed=seed,
-                monitor=monitor,
-                feedback=monitor is not None and name in monitor.feedback,
-                mode=mode,
-            )
+            sim = build_simulation(scenario, name, seed, jobs, mode=mode, load_state=load_state)
             if name == policies[0]:
                 bounds.append(lower_bound(sim, jobs))  # before the run: it needs the jobs untouched
             result = sim.run()
