@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test bench bench-summaries bench-learning bench-steady bench-speed bench-workers bench-operator calibrate cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test bench bench-summaries bench-learning bench-steady bench-speed bench-dara-alpha bench-workers bench-operator calibrate cluster-up cluster-down lock clean manifests
 
 all: test
 
@@ -69,6 +69,9 @@ bench-steady: venv  ## seed 002 ch.6 in steady state: diagnosis vs frozen belief
 
 bench-speed: venv  ## simulator events/s and Fair's scheduling-round latency
 	$(PY) bench/simulator_speed.py
+
+bench-dara-alpha: venv  ## DARA's offline alpha by least squares on the simulator's physics (thesis §4.2.3)
+	$(PY) bench/dara_alpha_fit.py --out bench/results/dara-alpha-fit.txt
 
 bench-workers: venv  ## worker map throughput (MB/s) and peak memory on 8x the sort buffer
 	$(PY) bench/worker_throughput.py --out bench/results/worker-throughput.txt

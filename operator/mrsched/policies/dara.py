@@ -25,9 +25,10 @@ Readings and approximations (the thesis is silent or the simulator differs):
   online (bench/scenarios/dara-wl*.yaml pass :data:`OFFLINE_ALPHAS`). For ``dara-8core`` the α's are
   calibrated so that Eq 4.16 gives Table 4.2's single-application optima (Pi 12, Sort 7, WordCount 14;
   RandomWriter 5 instead of 3) with the λ, c, d this simulator measures (digest §4.1.5: "use these relations
-  to calibrate"). A least-RMSE fit of Eq 4.12 to simulated training runs gives much smaller α's (≈ 0.0017,
-  0.00077) and optima far past the knee (Pi ≈ 37): the simulated slowdown past the core count is much milder
-  than the thesis's data imply.
+  to calibrate"). The thesis's own procedure, a least-RMSE fit of Eq 4.12 to Table 4.1's training mixes at 2-16
+  parallel maps, run on this physics (``make bench-dara-alpha``, bench/results/dara-alpha-fit.txt), gives much
+  smaller α's (0.0019, 0.0013; RMSE 34 %) and optima far past the knee (Pi 36): the simulated slowdown past
+  the core count is linear (processor sharing), much milder than the thesis's data imply.
 * Other node classes learn α **online** from task outcomes: every successful map gives one observation (its
   duration, the time-averaged number of map containers of each application on its node during its life,
   including itself); λ_j and α_c, α_d are fitted jointly by least squares (Eq 4.12 is linear in them), α ≥ 0.
@@ -83,9 +84,10 @@ MB = 1_000_000.0  # bytes per MB for d (Table 4.1 reports MB)
 #: π^M = (α_c, α_d) for the simulator's dara-8core class, calibrated so that Eq 4.16 gives Table 4.2's
 #: single-application optima: Pi 14, Sort 7, WordCount 14, RandomWriter 5, Pi+Sort (12, 6), Pi+WordCount
 #: (8, 11), Sort+WordCount (0, 14) (Table 4.2: 12, 7, 14, 3, (12, 5), (9, 7), (0, 14)). This is NOT the
-#: thesis's offline least-squares fit (§4.2.3): it is set from the very optima DARA's results rest on (a
-#: least-RMSE fit of Eq 4.12 to simulated training runs of Table 4.1's mixes gives α ≈ (0.0017, 0.00077) and
-#: Pi's optimum near 37 containers; see the module docstring). Flagged as target-fitted until it is re-derived.
+#: thesis's offline least-squares fit (§4.2.3): it is set from the very optima DARA's results rest on (the
+#: least-RMSE fit of Eq 4.12 to simulated training runs of Table 4.1's mixes, ``make bench-dara-alpha``, gives
+#: α = (0.0019, 0.0013) and Pi's optimum at 36 containers; see the module docstring). Flagged as target-fitted
+#: until it is re-derived.
 #: The DARA scenarios pass it as the ``alphas`` option. Not a default: a real cluster's classes are unknown.
 OFFLINE_ALPHAS: dict[str, tuple[float, float]] = {"dara-8core": (0.0156, 0.00157)}
 _TIERS = ("local", "rack", "off-switch")
