@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -15,6 +16,7 @@ from mrsched.core.physics import (
     TaskDemand,
     isolated_duration,
     noise_factor,
+    predicted_duration,
     run_alone,
 )
 
@@ -257,3 +259,55 @@ def test_a_sleeping_task_is_not_runnable_and_sleeps_in_parallel() -> None:
     # They wake together at 23 s and share 4 cores: 8 × 4 reference-s at rate 2 on 4 cores is 4 s, times the
     # over-subscription cost 1 + 0.2·(8 − 4)/4 = 1.2.
     assert sorted(run_all(model).values()) == pytest.approx([23.0 + 4.0 * 1.2] * 8)
+
+
+# --- start-up that costs CPU (issue 19; off by default until the benchmarks are re-run with it) ---------------
+
+
+def _startups(cap: NodeCapability, tasks: int) -> tuple[dict[str, float], list[float]]:
+    model = NodeModel("n", cap)
+    for i in range(tasks):
+        model.start(f"t{i}", TaskDemand(), 0.0)  # nothing but start-up
+    outcomes = []
+    while model.running_ids:
+        model.advance(model.next_event_s())
+        outcomes += model.pop_finished()
+    return {o.task_id: o.duration_s for o in outcomes}, [o.usage.cpu_s for o in outcomes]
+
+
+def test_startup_is_a_free_parallel_delay_unless_it_uses_cpu() -> None:
+    durations, _ = _startups(CAP, 8)
+    assert list(durations.values()) == [pytest.approx(3.0)] * 8  # 8 start-ups on 4 cores: each still Ω
+    on = replace(CAP, overhead_uses_cpu=True)
+    durations, cpu = _startups(on, 8)
+    # 8 consumers on 4 cores: half a core each, over-subscription cost 1 + 0.2 * (8 - 4) / 4 = 1.2.
+    assert list(durations.values()) == [pytest.approx(3.0 * 2 * 1.2)] * 8
+    assert cpu == [pytest.approx(3.0 * 1.2)] * 8  # a core's worth of Ω each, stretched by the cost
+    durations, cpu = _startups(on, 1)
+    assert durations == {"t0": pytest.approx(3.0)} and cpu == [pytest.approx(3.0)]  # alone: Ω, all CPU
+
+
+def test_startup_on_cpu_slows_the_cpu_work_beside_it() -> None:
+    one_core = replace(CAP, cores=1, overhead_s=2.0, overhead_uses_cpu=True)
+    model = NodeModel("n", one_core)
+    model.start("busy", TaskDemand(cpu_s=20.0), 0.0)  # Ω 2 s alone, then 10 s of CPU at κc = 2
+    model.advance(2.0)
+    model.start("starting", TaskDemand(), 2.0)  # its 2 s of start-up take half the core from "busy"
+    durations = run_all(model)
+    assert durations["busy"] > 12.0 + 1.0  # it lost about the start-up's core time
+    free = replace(one_core, overhead_uses_cpu=False)
+    model = NodeModel("n", free)
+    model.start("busy", TaskDemand(cpu_s=20.0), 0.0)
+    model.advance(2.0)
+    model.start("starting", TaskDemand(), 2.0)
+    assert run_all(model)["busy"] == pytest.approx(12.0)  # a free start-up takes nothing from it
+
+
+def test_predicted_duration_charges_startup_the_cpu_stretch() -> None:
+    on = replace(CAP, overhead_uses_cpu=True)
+    demand = TaskDemand(cpu_s=8.0)
+    alone = predicted_duration(on, demand, 0)
+    assert alone == pytest.approx(run_alone(on, demand)) == pytest.approx(3.0 + 4.0)
+    # 8 tasks on 4 cores: everything on the CPU, start-up included, is stretched by 2 x 1.2.
+    assert predicted_duration(on, demand, 7) == pytest.approx((3.0 + 4.0) * 2.4)
+    assert predicted_duration(CAP, demand, 7) == pytest.approx(3.0 + 4.0 * 2.4)

@@ -97,7 +97,10 @@ class Simulation:
             )
             for n in layout
         }
-        self.capabilities: dict[str, NodeCapability] = {n.name: n.node_class.capability() for n in layout}
+        self.capabilities: dict[str, NodeCapability] = {
+            n.name: replace(n.node_class.capability(), overhead_uses_cpu=cluster.overhead_uses_cpu)
+            for n in layout
+        }
         self._cross_rack_cost = {n.name: n.node_class.physics.cross_rack_cost() for n in layout}
         self.models = {name: NodeModel(name, cap, seed=seed) for name, cap in self.capabilities.items()}
         for fault in cluster.faults:

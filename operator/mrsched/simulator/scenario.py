@@ -180,6 +180,9 @@ class ClusterSpec(_Strict):
     #: machine is not given a 2-core machine's slots). Each scenario says where its counts come from.
     slots_by_class: dict[str, SlotsSpec] = Field(default_factory=dict, alias="slotsByClass")
     heartbeat_s: float = Field(3.0, alias="heartbeatS", gt=0)  # Hadoop 1's minimum TaskTracker heartbeat
+    #: Start-up Ω competes for the node's cores like CPU work (``NodeCapability.overhead_uses_cpu``), as
+    #: `make calibrate` measures our workers' start-up; off, it is a free parallel delay (the committed runs).
+    overhead_uses_cpu: bool = Field(False, alias="overheadUsesCpu")
 
     def slots(self, node_class: str) -> tuple[int, int]:
         """(map, reduce) slots of a node of ``node_class``."""
