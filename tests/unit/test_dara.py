@@ -435,6 +435,29 @@ def test_lambda_is_measured_once_per_application() -> None:
     assert refitting.fit.lam["C"] == pytest.approx((20 + 50 + 90) / 3 - 4.0 / 12)
 
 
+def test_lambda_is_measured_once_the_profiling_maps_class_is_fitted() -> None:
+    # Class k learns α online. A refit before k counts as fitted gives C a least-squares λ; once k is fitted,
+    # C's λ must come from its profiling map (Alg 4.3.1, I4-7), not stay at that early least-squares value.
+    policy = Dara(DaraConfig.model_validate({"minObservations": 4, "minLoadSpread": 2}))
+    policy.profiles["C"] = Profile(4.0, 0.0, 100.0)
+    first = Observation("C", "k", 20.0, {"C": 1.0})
+    policy._first["C"] = first
+    policy.observations.extend([first, Observation("C", "k", 30.0, {"C": 2.0})])
+    policy.refit()
+    assert "k" not in policy.fitted_classes  # two observations, load spread 1
+    early = policy.fit.lam["C"]
+    # Eq 4.12 with λ = 19.5, α_c = 0.125 (c = 4): t = 19.5 + 0.5·L², observed at L = 3, 4, 5.
+    policy.observations.extend(Observation("C", "k", 19.5 + 0.5 * x * x, {"C": float(x)}) for x in (3, 4, 5))
+    policy.refit()
+    assert "k" in policy.fitted_classes
+    alpha_c = policy.fit.alpha["k"][0]
+    assert policy.fit.lam["C"] == pytest.approx(max(20.0 - 4.0 * alpha_c, 4.0))  # the profiling map's
+    assert policy.fit.lam["C"] != pytest.approx(early)
+    policy.observations.append(Observation("C", "k", 90.0, {"C": 1.0}))
+    policy.refit()
+    assert policy.fit.lam["C"] == pytest.approx(max(20.0 - 4.0 * alpha_c, 4.0))  # then kept: measured once
+
+
 def test_unfitted_node_class_is_scheduled_by_the_fair_policy() -> None:
     # Class k has no offline α and no observations: the composed Fair policy decides, maps and reduces.
     policy = Dara()

@@ -352,6 +352,9 @@ class Dara(SlotPolicy):
         self._stale = False
         self._obs_count: dict[str, int] = {}  # application -> observations taken
         self._first: dict[str, Observation] = {}  # job -> its profiling map's observation
+        #: Jobs whose λ was measured (from the profiling map on a fitted class, or adopted from saved state):
+        #: kept by later refits. Any other λ is the least-squares one of the last refit and is replaced.
+        self._measured: set[str] = set()
         # Saved state per application name (load_state): echoed back by state(), and the θ, λ a job of that
         # application starts from instead of a profiling map (a restarted operator does not relearn).
         self._saved: dict[str, dict[str, Any]] = {}
@@ -435,7 +438,10 @@ class Dara(SlotPolicy):
         """Fit Eq 4.12 to the observations and decide which node classes count as fitted."""
         self._since_fit = 0
         obs = list(self.observations)
-        previous = dict(self.fit.lam)
+        # Only a measured λ is kept: a least-squares λ from a refit made before the profiling map's class was
+        # fitted would otherwise be frozen for good, and the profile never read (seen on gupta-ch3-comb1: Pi's
+        # λ stuck at 1.46 s against its 3.7 CPU-s).
+        previous = {job: lam for job, lam in self.fit.lam.items() if job in self._measured}
         self.fit = fit_load_model(obs, self.profiles, self.offline)
         fitted = set(self.offline)
         for cls in set(self.fit.alpha) - fitted:
@@ -452,6 +458,7 @@ class Dara(SlotPolicy):
                     self.fit.lam[app] = previous[app]  # measured once, at the profiling map
                 elif app in self._first and self._first[app].node_class in fitted:
                     self.fit.lam[app] = self._profile_lambda(self._first[app])
+                    self._measured.add(app)
 
     def _profile_lambda(self, first: Observation) -> float:
         """I4-7: λ_j from the profiling map: its duration minus Eq 4.12's load term at the mix it ran in,
@@ -760,6 +767,7 @@ class Dara(SlotPolicy):
         self._apps[job.id] = job.app
         self.profiles[job.id] = profile
         self.fit.lam[job.id] = lam
+        self._measured.add(job.id)
 
     def state(self) -> dict[str, Any]:
         """What the operator keeps in custom resources (JSON values only), per application name (``job.app``,
