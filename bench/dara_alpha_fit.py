@@ -19,6 +19,7 @@ tuned to Table 4.2.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +64,7 @@ def demand(app: str) -> TaskDemand:
 
 def profile(cap: NodeCapability, app: str) -> tuple[Profile, float]:
     """θ_j from one map run alone on the class (no noise), and that map's duration."""
-    model = NodeModel("alone", NodeCapability(**{**cap.__dict__, "noise_sigma": 0.0}))
+    model = NodeModel("alone", replace(cap, noise_sigma=0.0))
     model.start("t", demand(app), 0.0)
     while model.running_ids:
         model.advance(model.next_event_s())

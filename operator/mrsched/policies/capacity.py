@@ -58,7 +58,7 @@ from mrsched.core.locality import Level
 from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskType
 from mrsched.core.policy import PolicyConfig, register
 from mrsched.policies.fifo import fifo_order
-from mrsched.policies.slots import SlotPolicy
+from mrsched.policies.slots import SlotPolicy, has_pending
 
 
 class CapacityConfig(PolicyConfig):
@@ -109,13 +109,6 @@ class _Queue:
         self.held[job.user] = self.held.get(job.user, 0) + 1
 
 
-def _pending(job: Job, kind: TaskType) -> bool:
-    """The job has a task of ``kind`` to schedule (CapacitySchedulerQueue.update, java:582-604)."""
-    if kind == "map":
-        return job.finished_maps + job.running_maps < len(job.maps)
-    return job.reduces_allowed() and job.finished_reduces + job.running_reduces < len(job.reduces)
-
-
 @register
 class Capacity(SlotPolicy):
     name = "capacity"
@@ -159,7 +152,7 @@ class Capacity(SlotPolicy):
                     ordered,
                     int(self._percent(name, names) * total / 100.0),
                     int(maximum * total / 100.0) if maximum > 0 else -1,
-                    {j.user for j in jobs if _pending(j, kind)},
+                    {j.user for j in jobs if has_pending(j, kind)},
                     sum(held.values()),
                     dict(held),
                 )
@@ -212,7 +205,7 @@ class Capacity(SlotPolicy):
                 continue
             limit = self.user_limit(queue)
             for job in queue.jobs:
-                if not _pending(job, "map") or queue.held.get(job.user, 0) + 1 > limit:
+                if not has_pending(job, "map") or queue.held.get(job.user, 0) + 1 > limit:
                     continue
                 self._opportunities[job.id] += 1  # job.schedulingOpportunity()
                 local = self.pick_node_or_rack_local(job, snapshot, node)

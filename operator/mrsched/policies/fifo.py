@@ -28,7 +28,7 @@ from pydantic import Field
 
 from mrsched.core.model import ClusterSnapshot, Job, Placement, TaskType
 from mrsched.core.policy import PolicyConfig, register
-from mrsched.policies.slots import SlotPolicy, hadoop_priority, load_capacity
+from mrsched.policies.slots import SlotPolicy, hadoop_priority, has_pending, load_capacity
 
 #: JobQueueTaskScheduler.MIN_CLUSTER_SIZE_FOR_PADDING (JobQueueTaskScheduler.java:36): no padding on clusters of
 #: at most this many TaskTrackers.
@@ -52,7 +52,7 @@ class Fifo(SlotPolicy):
     Config = FifoConfig
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
-        if not snapshot.memo("fifo.any-pending", lambda: any(map(_has_pending, snapshot.jobs))):
+        if not snapshot.memo("fifo.any-pending", lambda: any(_schedulable(j) for j in snapshot.jobs)):
             return []  # every map and every startable reduce runs or is done: a light trace's usual heartbeat
         ordered = snapshot.memo("fifo.order", lambda: fifo_order(snapshot.jobs))
         placements = self._maps(snapshot, node, ordered)
@@ -62,9 +62,8 @@ class Fifo(SlotPolicy):
     def _maps(self, snapshot: ClusterSnapshot, node: str, ordered: list[Job]) -> list[Placement]:
         slots = snapshot.nodes[node].map_slots
         running = snapshot.running_on(node, "map")
-        if (
-            running >= slots
-        ):  # full: the load factor can only lower the cap (most heartbeats of a busy cluster)
+        # Full: the load factor can only lower the cap (most heartbeats of a busy cluster).
+        if running >= slots:
             return []
         remaining = snapshot.memo(  # desiredMaps - finishedMaps
             "fifo.remaining-maps", lambda: sum(len(j.maps) - j.finished_maps for j in ordered)
@@ -138,11 +137,9 @@ class Fifo(SlotPolicy):
         )
 
 
-def _has_pending(job: Job) -> bool:
-    """Whether pick_map or pick_reduce could find a task of ``job`` (their own first tests)."""
-    if job.finished_maps + job.running_maps < len(job.maps):
-        return True
-    return job.reduces_allowed() and job.finished_reduces + job.running_reduces < len(job.reduces)
+def _schedulable(job: Job) -> bool:
+    """Whether pick_map or pick_reduce could find a task of ``job`` (their own first test)."""
+    return has_pending(job, "map") or has_pending(job, "reduce")
 
 
 def _exceeded(

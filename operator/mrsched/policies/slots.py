@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from mrsched.core.locality import Level, MapIndex
-from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement, Task, TaskOutcome
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement, Task, TaskOutcome, TaskType
 from mrsched.core.policy import Policy
 
 #: Hadoop's five JobPriority levels (src/mapred/org/apache/hadoop/mapred/JobPriority.java: VERY_HIGH, HIGH,
@@ -38,6 +38,14 @@ def load_capacity(tracker_slots: int, remaining: int, cluster_slots: int) -> int
     (CapBasedLoadManager.java:45-48, with mapred.fairscheduler.load.max.diff = 0) compute the same number."""
     load = remaining / cluster_slots if cluster_slots > 0 else 0.0
     return math.ceil(tracker_slots * min(1.0, load))
+
+
+def has_pending(job: Job, kind: TaskType) -> bool:
+    """The job has a task of ``kind`` to schedule: a map not yet running or done, or a reduce once slow-start
+    allows reduces (CapacitySchedulerQueue.update, java:582-604; the first test of every pick below)."""
+    if kind == "map":
+        return job.finished_maps + job.running_maps < len(job.maps)
+    return job.reduces_allowed() and job.finished_reduces + job.running_reduces < len(job.reduces)
 
 
 class SlotPolicy(Policy):
@@ -69,7 +77,7 @@ class SlotPolicy(Policy):
     def pick_map(
         self, job: Job, snapshot: ClusterSnapshot, node: str, max_level: Level = "off"
     ) -> tuple[Task, Level] | None:
-        if job.finished_maps + job.running_maps >= len(job.maps):
+        if not has_pending(job, "map"):
             return None  # nothing pending: skip the index
         return self.map_index(job, snapshot).best(snapshot.nodes[node], max_level)
 
@@ -80,7 +88,7 @@ class SlotPolicy(Policy):
         (JobInProgress.java:1425-1429). Maps without location information are not found here: findNewMapTask
         returns them only to off-switch requests (JobInProgress.java:2386-2388 end the local search with -1;
         the ``nonLocalMaps`` list comes after, at 2428-2436), so Hadoop counts them as off-switch maps."""
-        if job.finished_maps + job.running_maps >= len(job.maps):
+        if not has_pending(job, "map"):
             return None
         index = self.map_index(job, snapshot)
         if index.has_local(node):
@@ -92,7 +100,7 @@ class SlotPolicy(Policy):
 
     @staticmethod
     def pick_reduce(job: Job) -> Task | None:
-        if not job.reduces_allowed() or job.finished_reduces + job.running_reduces >= len(job.reduces):
+        if not has_pending(job, "reduce"):
             return None
         return next((t for t in job.reduces if t.pending), None)
 
