@@ -28,7 +28,7 @@ from mrsched.core.catalog import application, node_class
 from mrsched.core.model import Task
 from mrsched.core.physics import NodeCapability, NodeModel, TaskDemand
 from mrsched.policies.dara import OFFLINE_ALPHAS, Observation, Profile, fit_load_model, optimal_assignment
-from mrsched.simulator.result import base_demand
+from mrsched.simulator.dataflow import base_demand
 
 NODE_CLASS = "dara-8core"
 #: MB of input per map: 128 MB blocks as the DARA scenarios read Sort and WordCount (Hadoop 2's default);

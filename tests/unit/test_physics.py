@@ -311,3 +311,52 @@ def test_predicted_duration_charges_startup_the_cpu_stretch() -> None:
     # 8 tasks on 4 cores: everything on the CPU, start-up included, is stretched by 2 x 1.2.
     assert predicted_duration(on, demand, 7) == pytest.approx((3.0 + 4.0) * 2.4)
     assert predicted_duration(CAP, demand, 7) == pytest.approx(3.0 + 4.0 * 2.4)
+
+
+def test_a_task_of_several_threads_uses_that_many_cores_alone() -> None:
+    demand = TaskDemand(cpu_s=16.0, threads=2)  # 8 s on one core at κc = 2, 4 s on two
+    assert run_alone(CAP, demand) == pytest.approx(3.0 + 4.0) == pytest.approx(isolated_duration(CAP, demand))
+    many = TaskDemand(cpu_s=16.0, threads=8)  # more threads than the node's 4 cores: 4 cores and the cost of
+    # 8 consumers on them, 1 + 0.2 * 4 / 4 = 1.2
+    assert (
+        run_alone(CAP, many) == pytest.approx(3.0 + 2.0 * 1.2) == pytest.approx(isolated_duration(CAP, many))
+    )
+    assert predicted_duration(CAP, demand, 0) == pytest.approx(run_alone(CAP, demand))
+
+
+def test_threads_compete_for_cores_as_consumers_and_count_in_the_load() -> None:
+    model = NodeModel("n", replace(CAP, overhead_s=0.0))
+    model.start("two", TaskDemand(cpu_s=16.0, threads=2), 0.0)
+    model.start("one-a", TaskDemand(cpu_s=16.0), 0.0)
+    model.start("one-b", TaskDemand(cpu_s=16.0), 0.0)
+    assert model.runnable() == 4  # 2 + 1 + 1 runnable threads: the load average sees the JVM's threads
+    model.start("one-c", TaskDemand(cpu_s=16.0), 0.0)
+    # 5 threads on 4 cores: 0.8 of a core each, cost 1 + 0.2 * 1 / 4 = 1.05; the two-thread task gets 2 shares.
+    share = 0.8 / 1.05
+    durations = run_all(model)
+    assert durations["two"] == pytest.approx(16.0 / (2.0 * 2 * share))
+    assert durations["one-a"] > durations["two"]
+
+
+def test_each_thread_is_charged_the_core_time_it_holds() -> None:
+    model = NodeModel("n", replace(CAP, overhead_s=0.0))
+    model.start("two", TaskDemand(cpu_s=16.0, threads=2), 0.0)
+    model.advance(model.next_event_s())
+    (outcome,) = model.pop_finished()
+    assert outcome.duration_s == pytest.approx(4.0)
+    assert outcome.usage.cpu_s == pytest.approx(8.0)  # two cores for 4 s: what rusage would report
+
+
+def test_predicted_duration_counts_every_thread_of_every_task() -> None:
+    demand = TaskDemand(cpu_s=16.0, threads=2)
+    # 4 such tasks are 8 threads on 4 cores: each thread half a core, cost 1.2; alone 4 s of CPU on 2 cores.
+    assert predicted_duration(CAP, demand, 3) == pytest.approx(3.0 + 4.0 * 2 * 1.2)
+    one = TaskDemand(cpu_s=16.0)
+    assert predicted_duration(CAP, replace(one, threads=1), 7) == predicted_duration(CAP, one, 7)
+
+
+def test_a_replayed_container_skips_the_nodes_startup() -> None:
+    demand = TaskDemand(cpu_s=10.0, startup=False)
+    assert run_alone(CAP, demand) == pytest.approx(5.0) == pytest.approx(isolated_duration(CAP, demand))
+    assert predicted_duration(CAP, demand, 0) == pytest.approx(5.0)
+    assert run_alone(CAP, TaskDemand(startup=False)) == 0.0

@@ -52,6 +52,8 @@ DEFAULT_SOURCES: dict[str, str] = {
     "140-300 MB per map",
     "TaskProfile.waitS": "assumption: a task sleeps only where its profile says so (zero wait)",
     "TaskProfile.waitSPerMB": "assumption: a task sleeps only where its profile says so (zero wait)",
+    "TaskProfile.threads": "measured: our workers run one runnable thread per task, CPU s / wall s <= 1.00 at one "
+    "task (bench/results/calibration/report.md, `make calibrate`)",
     "NodeGroup.count": "assumption: a node group that names no count is one node",
 }
 
@@ -119,6 +121,8 @@ class TaskProfile(_Strict):
     #: Seconds the task sleeps using nothing (not runnable): waitS + waitSPerMB·M.
     wait_s: float = Field(0.0, alias="waitS", ge=0)
     wait_s_per_mb: float = Field(0.0, alias="waitSPerMB", ge=0)
+    #: Runnable threads in the CPU phase (``TaskDemand.threads``): a JVM task's GC and spill threads.
+    threads: int = Field(1, ge=1)
     # A map's output that the reduces fetch (the shuffle), when it is not what the map writes to disk
     # (Pi writes spills and logs but emits two numbers).
     output_mb: float | None = Field(None, alias="outputMB", ge=0)
@@ -138,6 +142,7 @@ class TaskProfile(_Strict):
             network_mb=network_mb,
             memory_mb=self.memory_mb,
             wait_s=self.wait_s + self.wait_s_per_mb * input_mb,
+            threads=self.threads,
         )
 
 

@@ -102,6 +102,12 @@ class TaskDemand:
     network_mb: float = 0.0  # non-local input or shuffle bytes fetched over the network
     memory_mb: float = 0.0
     wait_s: float = 0.0  # sleeping, using no resource (server replies, deliberate delays)
+    #: Runnable threads in its CPU phase: each competes for a core like a task of its own, so alone it uses
+    #: min(threads, cores) cores (a JVM's GC and spill threads; seed 000 Fig 2's 1.3-2.0 load per task).
+    threads: int = 1
+    #: Whether the node's start-up Ω precedes the work. False for a replayed container, whose measured time
+    #: already contains its start-up, and for a shuffle fetch, which is not a process of its own.
+    startup: bool = True
 
     @property
     def disk_s(self) -> float:
@@ -134,12 +140,17 @@ class Fault:
 
 
 def isolated_duration(cap: NodeCapability, demand: TaskDemand) -> float:
-    """Seed 002 Eq 3.2 (plus the network term): the task's time alone on an idle node, without noise."""
+    """Seed 002 Eq 3.2 (plus the network term): the task's time alone on an idle node, without noise; a task of
+    several threads does its CPU work on min(threads, cores) cores, paying the over-subscription cost when it
+    has more threads than the node has cores (as :class:`NodeModel` charges it)."""
+    cpu_time = demand.cpu_s / (cap.cpu_rate * min(demand.threads, cap.cores))
+    if demand.threads > cap.cores:
+        cpu_time *= 1.0 + cap.cpu_contention * (demand.threads - cap.cores) / cap.cores
     return (
-        cap.overhead_s
+        (cap.overhead_s if demand.startup else 0.0)
         + demand.network_mb / cap.network_mbps
         + demand.wait_s
-        + demand.cpu_s / cap.cpu_rate
+        + cpu_time
         + demand.disk_s / cap.disk_rate
     )
 
@@ -267,14 +278,16 @@ class NodeModel:
         self.faults = [replace(f, end_s=now) if f.active(now) else f for f in self.faults if f.start_s <= now]
         self._invalidate()
 
-    def start(self, task_id: str, demand: TaskDemand, now: float) -> bool:
+    def start(self, task_id: str, demand: TaskDemand, now: float, *, noisy: bool = True) -> bool:
         """Start a task at ``now``. Returns False, recording an OOM-killed outcome, when memory would pass
-        ``oom_ratio`` times the node's."""
+        ``oom_ratio`` times the node's. ``noisy=False`` takes the demand as it is (a data transfer whose bytes
+        the caller counts)."""
         if task_id in self._running:
             raise ValueError(f"task {task_id} already runs on {self.name}")
         self.advance(now)
-        factor = noise_factor(self.seed, self.name, task_id, self.capability.noise_sigma)
-        task = _Running(task_id, demand.scaled(factor), now, remaining=self.capability.overhead_s * factor)
+        factor = noise_factor(self.seed, self.name, task_id, self.capability.noise_sigma) if noisy else 1.0
+        overhead = self.capability.overhead_s * factor if demand.startup else 0.0
+        task = _Running(task_id, demand.scaled(factor), now, remaining=overhead)
         task.usage.peak_memory_mb = demand.memory_mb
         if (self.memory_used_mb() + demand.memory_mb) > self.capability.oom_ratio * self.capability.memory_mb:
             self._finished.append(TaskOutcome(task_id, now, now, task.usage, oom_killed=True))
@@ -327,7 +340,11 @@ class NodeModel:
 
     def runnable(self) -> float:
         """Threads running or waiting for CPU or disk: what Linux's load average counts."""
-        in_work = sum(1 for t in self._running.values() if t.phase not in (Phase.NETWORK, Phase.WAIT))
+        in_work = sum(
+            (t.demand.threads if t.phase_index == _CPU else 1)
+            for t in self._running.values()
+            if t.phase_index not in (_NETWORK, _WAIT)
+        )
         return in_work + self.cpu_hog_threads() + self.disk_hog_streams()
 
     def pop_finished(self) -> list[TaskOutcome]:
@@ -347,10 +364,13 @@ class NodeModel:
         cap = self.capability
         cores = self.effective_cores()
         in_phase = [0] * len(_PHASE_ORDER)  # tasks per phase, indexed like _PHASE_ORDER
+        cpu_threads = 0
         for task in self._running.values():
             in_phase[task.phase_index] += 1
+            if task.phase_index == _CPU:
+                cpu_threads += task.demand.threads
         overhead_on_cpu = cap.overhead_uses_cpu
-        consumers = in_phase[_CPU] + (in_phase[_OVERHEAD] if overhead_on_cpu else 0) + self.cpu_hog_threads()
+        consumers = cpu_threads + (in_phase[_OVERHEAD] if overhead_on_cpu else 0) + self.cpu_hog_threads()
         streams = in_phase[_DISK] + self.disk_hog_streams()
         flows = in_phase[_NETWORK]
         ratio = self.memory_used_mb() / cap.memory_mb
@@ -367,7 +387,13 @@ class NodeModel:
             cap.cpu_rate * cpu_share / cpu_cost / swap,
             cap.disk_rate * disk_share / swap,
         )
-        rates = {t.task_id: rate_of[t.phase_index] for t in self._running.values()}
+        if cpu_threads == in_phase[_CPU]:  # every CPU-phase task has one thread (the common case)
+            rates = {t.task_id: rate_of[t.phase_index] for t in self._running.values()}
+        else:  # each of a task's threads holds its share of a core
+            rates = {
+                t.task_id: rate_of[t.phase_index] * (t.demand.threads if t.phase_index == _CPU else 1)
+                for t in self._running.values()
+            }
         return _Rates(rates, min(float(cores), consumers), cpu_share, streams)
 
     def next_event_s(self) -> float:
@@ -439,8 +465,8 @@ class NodeModel:
                     task.usage.cpu_s += OVERHEAD_CPU_SHARE * done
             elif phase is Phase.CPU:
                 # Time held on a core: contention makes a task hold it longer for the same work, as a real
-                # task's rusage shows.
-                task.usage.cpu_s += rates.cpu_share * dt
+                # task's rusage shows; each thread holds its own share.
+                task.usage.cpu_s += rates.cpu_share * dt * task.demand.threads
             elif phase is Phase.DISK:
                 self._account_disk(task, done)
             elif phase is Phase.NETWORK:
@@ -494,15 +520,23 @@ class NodeModel:
 def predicted_duration(cap: NodeCapability, demand: TaskDemand, others: int) -> float:
     """Expected time of a task that joins ``others`` similar tasks on a node, no noise: the fluid model's
     sharing at that load held constant (CPU stretched by processor sharing and the over-subscription cost;
-    disk by the streams expected in their disk phase at the same time, with seek thrashing)."""
+    disk by the streams expected in their disk phase at the same time, with seek thrashing). A task of t
+    threads is t CPU consumers: alone it uses min(t, cores) cores, among k tasks its threads share the cores
+    with the k·t of them."""
     k = others + 1
-    cpu_t, disk_t = demand.cpu_s / cap.cpu_rate, demand.disk_s / cap.disk_rate
+    t = demand.threads
+    cpu_t, disk_t = demand.cpu_s / (cap.cpu_rate * min(t, cap.cores)), demand.disk_s / cap.disk_rate
     busy = cpu_t + disk_t
-    cpu_stretch = max(1.0, k / cap.cores) * (1.0 + cap.cpu_contention * max(0.0, k - cap.cores) / cap.cores)
+    threads = k * t
+    cpu_stretch = (
+        (min(t, cap.cores) / t)
+        * max(1.0, threads / cap.cores)
+        * (1.0 + cap.cpu_contention * max(0.0, threads - cap.cores) / cap.cores)
+    )
     streams = max(1.0, k * (disk_t / busy if busy else 0.0))
     disk_stretch = streams * (1.0 + cap.disk_contention * (streams - 1.0))
     # Start-up shares the cores too when it is CPU work (the tasks' start-ups overlap one another's CPU work).
-    overhead = cap.overhead_s * (cpu_stretch if cap.overhead_uses_cpu else 1.0)
+    overhead = (cap.overhead_s if demand.startup else 0.0) * (cpu_stretch if cap.overhead_uses_cpu else 1.0)
     return (
         overhead
         + demand.network_mb / cap.network_mbps

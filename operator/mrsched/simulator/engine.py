@@ -18,14 +18,14 @@ Events, in time order (ties by insertion order, so a seed always gives the same 
   Prometheus scrape every ``metrics.scrapeS`` (:mod:`mrsched.simulator.metrics`); a heartbeat's snapshot
   carries the heartbeating node's metrics as of the latest scrape (a round's, every node's).
 
-Each node has its class's slots (``ClusterSpec.slots``). Data moves by network distance: a map reads its split
-from the local disk when a replica is on its node, otherwise over the network, at the NIC's bandwidth from a
-node of its rack and at the rack uplink's share (``crossRackMBps`` of the node class, default half the NIC) from
-another rack. A finished map's output stays on its node (``Job.map_output_mb``, seed 003's w_i(u)). A reduce
-holds its slot from the moment it is placed but starts working only when all of its job's maps are done, as
-Hadoop's reduces wait for map output; its shuffle fetches its partition of every node's map output: from its
-own disk, its rack, or across racks, each charged the same way. A task killed by the OOM killer is retried up
-to the job's ``max_attempts``, then the job fails.
+Each node has its class's slots (``ClusterSpec.slots``). Data moves by network distance
+(:mod:`mrsched.simulator.dataflow`). A reduce holds its slot from the moment it is placed but does its own work
+only when all of its job's maps are done, as Hadoop's reduces wait for map output. With
+``cluster.physics.shuffleWhileMapsRun`` an early reduce starts up at once and copies each map's output as the
+map ends (side flows on the NodeModels: its start-up, one fetch per finished map; ``_SideFlows``), and at the
+end fetches only what is left; without, it idles and fetches everything at the end. With
+``remoteReadsLoadReplica`` a remote map's read is a side flow on the replica's disk. A task killed by the OOM
+killer is retried up to the job's ``max_attempts``, then the job fails.
 """
 
 from __future__ import annotations
@@ -35,34 +35,28 @@ import itertools
 import random
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from mrsched.core.catalog import application, expand_layout
+from mrsched.core.catalog import application
 from mrsched.core.locality import locality
 from mrsched.core.metrics import LOAD_SAMPLE_S
-from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, Placement, Task, TaskOutcome
-from mrsched.core.physics import Fault, NodeCapability, NodeModel, TaskDemand, isolated_duration
+from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskOutcome
+from mrsched.core.physics import Fault, NodeModel, TaskDemand, isolated_duration
 from mrsched.core.policy import Policy, TruePhysics
 from mrsched.policies.slowdown import profile_key
+from mrsched.simulator.dataflow import DataFlow, build_nodes
 from mrsched.simulator.detection import HealthRecorder
 from mrsched.simulator.metrics import SimulatedMetrics
 from mrsched.simulator.probes import probe_node
-from mrsched.simulator.result import JobRecord, SimulationResult, base_demand
+from mrsched.simulator.result import JobRecord, SimulationResult
 from mrsched.simulator.scenario import ClusterSpec, MonitorSpec, PlacementMode
+from mrsched.simulator.sideflows import Running, SideFlows
 
-__all__ = ["JobRecord", "Simulation", "SimulationResult", "base_demand"]  # the result types live in result.py
+__all__ = ["JobRecord", "Simulation", "SimulationResult"]  # the result types live in result.py
 
 _ARRIVAL, _HEARTBEAT, _PHYSICS, _LOAD_SAMPLE, _SCRAPE, _ROUND = 0, 1, 2, 3, 4, 5
 _ROUND_NODE = ""  # a heartbeat event with this payload is a cluster-wide round (kubernetes mode)
-
-
-@dataclass
-class _Running:
-    attempt: Attempt
-    demand: TaskDemand
-    level: str
-    waiting: bool = False  # a reduce holding its slot until its job's maps are done
 
 
 class Simulation:
@@ -83,25 +77,9 @@ class Simulation:
         self.mode = mode
         self.seed = seed
         self.rng = random.Random(seed)
-        layout = expand_layout(cluster.nodes)
-        self.nodes: dict[str, Node] = {
-            n.name: Node(
-                n.name,
-                n.node_class.cores,
-                n.node_class.memory_mib * 1.048576,
-                n.rack,
-                n.zone,
-                node_class=n.node_class.name,
-                map_slots=cluster.slots(n.node_class.name)[0],
-                reduce_slots=cluster.slots(n.node_class.name)[1],
-            )
-            for n in layout
-        }
-        self.capabilities: dict[str, NodeCapability] = {
-            n.name: replace(n.node_class.capability(), overhead_uses_cpu=cluster.overhead_uses_cpu)
-            for n in layout
-        }
-        self._cross_rack_cost = {n.name: n.node_class.physics.cross_rack_cost() for n in layout}
+        self.nodes, self.capabilities, cross_rack_cost = build_nodes(cluster)
+        self.physics = cluster.physics
+        self.dataflow = DataFlow(self.nodes, cross_rack_cost, cluster.physics)
         self.models = {name: NodeModel(name, cap, seed=seed) for name, cap in self.capabilities.items()}
         for fault in cluster.faults:
             if fault.node not in self.models:
@@ -142,7 +120,10 @@ class Simulation:
         self._queue: list[tuple[float, int, int, Any]] = []
         self._seq = itertools.count()
         self._physics_at: dict[str, float] = {}
-        self._running: dict[str, dict[str, _Running]] = {n: {} for n in self.nodes}  # node -> task key -> run
+        self._running: dict[str, dict[str, Running]] = {n: {} for n in self.nodes}  # node -> task key -> run
+        self.side = SideFlows(
+            self.models, self.dataflow, self._running, self._complete, self._schedule_physics
+        )
         self._last_map_done: dict[str, float] = {}
         self.records = {
             j.id: JobRecord(j.id, j.user, j.app, j.submit_s, maps=len(j.maps), reduces=len(j.reduces))
@@ -166,28 +147,12 @@ class Simulation:
 
     def demand(self, task: Task, node: str) -> TaskDemand:
         """The true demand of ``task`` if it ran on ``node`` (also what greedy-informed is told)."""
-        base = base_demand(self._app_of[task.job_id], task)
-        here = self.nodes[node]
-        cross = self._cross_rack_cost[node]
-        if task.kind == "map":
-            level = locality(task, here, self.nodes)
-            if level in ("rack", "off"):
-                factor = cross if level == "off" else 1.0
-                return replace(
-                    base, read_mb=max(0.0, base.read_mb - task.input_mb), network_mb=task.input_mb * factor
-                )
-            return base
-        # Reduce: its partition of every node's map output; a byte from another rack costs ``cross`` bytes of
-        # NIC time (the uplink share is the bottleneck), a byte from this rack one, a byte from here none.
-        held = self.snapshot.job(task.job_id).map_output_mb if task.job_id in self._active_ids else {}
-        total = sum(held.values())
-        if total <= 0:
-            return base
-        same_rack = sum(mb for u, mb in held.items() if u != node and self.nodes[u].rack == here.rack)
-        other_rack = total - same_rack - held.get(node, 0.0)
-        remote = task.input_mb * (same_rack + other_rack) / total
-        network = task.input_mb * (same_rack + cross * other_rack) / total
-        return replace(base, read_mb=max(0.0, base.read_mb - remote), network_mb=network)
+        held = (
+            self.snapshot.job(task.job_id).map_output_mb
+            if task.kind == "reduce" and task.job_id in self._active_ids
+            else {}
+        )
+        return self.dataflow.demand(self._app_of[task.job_id], task, node, held)
 
     # --- events -----------------------------------------------------------------------------------------------
 
@@ -278,22 +243,10 @@ class Simulation:
             self.failed_attempts,
             map_times={app: dict(by_class) for app, by_class in self.map_times.items()},
             extra={
-                **({"metrics_trace": self._metrics_trace()} if self.metrics is not None else {}),
+                **({"metrics_trace": self.metrics.thinned_trace()} if self.metrics is not None else {}),
                 **({"detection": self.health.report(self._faults, now)} if self.health is not None else {}),
             },
         )
-
-    def _metrics_trace(self, every_s: float = 30.0) -> dict[str, list[tuple[float, float, float | None]]]:
-        """Each node's load1/cores and CPU utilisation as scraped, at most one point per ``every_s``."""
-        assert self.metrics is not None
-        out = {}
-        for node, points in self.metrics.trace.items():
-            kept: list[tuple[float, float, float | None]] = []
-            for point in points:
-                if not kept or point[0] - kept[-1][0] >= every_s:
-                    kept.append(point)
-            out[node] = kept
-        return out
 
     def _reschedule_all_physics(self) -> None:
         for name in self.models:
@@ -370,13 +323,23 @@ class Simulation:
         if task.kind == "map":
             self.locality_counts[level] += 1
         demand = self.demand(task, node)
-        run = _Running(attempt, demand, level)
+        run = Running(attempt, demand, level)
         self._running[node][task.key] = run
         if task.kind == "reduce":
             self._reduce_starts[job.id].append(now)
             if job.finished_maps < len(job.maps):
                 run.waiting = True  # holds its slot until the map output is complete
+                if self.physics.shuffle_while_maps_run and not self.dataflow.replayed(task):
+                    self.side.start_early_reduce(node, run, job, now)
                 return
+        elif (
+            level in ("rack", "off")
+            and self.physics.remote_reads_load_replica
+            and not self.dataflow.replayed(task)
+        ):
+            source = self.dataflow.replica_for(task, node)
+            if source is not None:  # the replica's disk serves the bytes this map reads over the network
+                self.side.serve_read(source, node, run, now)
         self._launch(node, task, demand, now)
 
     def _launch(self, node: str, task: Task, demand: TaskDemand, now: float) -> None:
@@ -390,6 +353,9 @@ class Simulation:
         model = self.models[node]
         model.advance(now)
         for outcome in model.pop_finished():
+            if outcome.task_id in self.side.owner:
+                self.side.finished(outcome.task_id, now)
+                continue
             self._finish(
                 node,
                 outcome.task_id.split("#")[0],
@@ -451,6 +417,8 @@ class Simulation:
             job.finished_maps += 1
             profile = application(job.app).map
             job.map_output_mb[node] = job.map_output_mb.get(node, 0.0) + profile.output(task.input_mb)
+            if self.side.waiting.get(job.id):
+                self.side.map_output(job, node, profile.output(task.input_mb), now)
             if job.finished_maps == len(job.maps):
                 self._last_map_done[job.id] = now
                 self._release_waiting_reduces(job, now)
@@ -466,7 +434,9 @@ class Simulation:
                     run.waiting = False
                     self.records[job.id].reduce_idle_s += now - run.attempt.start_s
                     run.demand = self.demand(run.attempt.task, node)  # map outputs are all placed now
+                    run.demand = self.side.remaining(run, run.demand, now)  # shuffleWhileMapsRun
                     self._launch(node, run.attempt.task, run.demand, now)
+        self.side.forget(job.id)
 
     def _end_job(self, job: Job, now: float, *, failed: bool) -> None:
         if job not in self.active:
@@ -481,10 +451,12 @@ class Simulation:
             for node, runs in self._running.items():
                 for key, run in list(runs.items()):
                     if run.attempt.task.job_id == job.id:
+                        self.side.stop(run, now)
                         self.models[node].stop(f"{key}#{run.attempt.task.attempts}", now)
                         runs.pop(key)
                         self.snapshot.running[node].remove(run.attempt)
                         self._schedule_physics(node)
+        self.side.forget(job.id)
         self.active.remove(job)
         self._active_ids.discard(job.id)
         self._unfinished -= 1

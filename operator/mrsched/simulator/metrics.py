@@ -89,3 +89,14 @@ class SimulatedMetrics:
         else:
             self.tracker.source_up()
         return self.tracker.node(node, now)
+
+    def thinned_trace(self, every_s: float = 30.0) -> dict[str, list[tuple[float, float, float | None]]]:
+        """Each node's load1/cores and CPU utilisation as scraped, at most one point per ``every_s``."""
+        out = {}
+        for node, points in self.trace.items():
+            kept: list[tuple[float, float, float | None]] = []
+            for point in points:
+                if not kept or point[0] - kept[-1][0] >= every_s:
+                    kept.append(point)
+            out[node] = kept
+        return out

@@ -1,13 +1,9 @@
-"""What a simulation run produces (per-job records, the run's result) and the demand a task starts from."""
+"""What a simulation run produces: per-job records and the run's result."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
-
-from mrsched.core.catalog import application
-from mrsched.core.model import Task
-from mrsched.core.physics import TaskDemand
 
 #: The policies that keep to the nodes' map slots, which the slot bound holds for: Hadoop's baselines, the
 #: slot policies composed on Fair (coupling, lsps), ThroughputScheduler and greedy-informed. Not kube-default
@@ -51,12 +47,3 @@ class SimulationResult:
     #: Successful map attempts' durations (start to finish, seconds) by app and by node class: seed 002
     #: Table 3.3's "average mapping time" per application.
     map_times: dict[str, dict[str, list[float]]] = field(default_factory=dict)
-
-
-def base_demand(app: str, task: Task) -> TaskDemand:
-    """A task's demand with its input local: its application profile's, or a trace's measured time as CPU work
-    (``Task.work_s``: SLS gives durations, not bytes). The engine adds remote reads; the lower bound starts here."""
-    base = application(app).profile(task.kind).demand(task.input_mb)
-    if task.work_s is not None:
-        base = replace(base, cpu_s=task.work_s)
-    return base

@@ -18,8 +18,9 @@ from mrsched.core.model import Job
 from mrsched.core.physics import NodeCapability, isolated_duration, noise_factor
 from mrsched.core.policy import TruePhysics
 from mrsched.policies import make_policy
+from mrsched.simulator.dataflow import base_demand
 from mrsched.simulator.detection import summarise_detection
-from mrsched.simulator.engine import Simulation, SimulationResult, base_demand
+from mrsched.simulator.engine import Simulation, SimulationResult
 from mrsched.simulator.fitted import target_fitted_constants
 from mrsched.simulator.scenario import PlacementMode, Scenario, policy_name
 from mrsched.simulator.workload import build_jobs
@@ -55,8 +56,12 @@ def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
     for job in jobs:
         fastest: dict[str, float] = {}
         for task in job.maps + job.reduces:
-            local = base_demand(job.app, task)
-            remote = replace(local, read_mb=max(0.0, local.read_mb - task.input_mb), network_mb=task.input_mb)
+            local = base_demand(job.app, task, measured_time=sim.physics.replay_measured_time)
+            remote = (
+                local
+                if sim.dataflow.replayed(task)
+                else replace(local, read_mb=max(0.0, local.read_mb - task.input_mb), network_mb=task.input_mb)
+            )
             attempt = f"{task.key}#1"
             least = shortest = math.inf
             held = shortest_map.setdefault(job.id, {}) if task.kind == "map" else None

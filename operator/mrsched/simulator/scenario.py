@@ -169,6 +169,38 @@ PlacementMode = Literal["hadoop", "kubernetes"]
 MODES: tuple[PlacementMode, ...] = ("hadoop", "kubernetes")
 
 
+class PhysicsOptions(_Strict):
+    """Switches for the physics that issue 19 measures, each off by default until every committed result is
+    re-run with it (a results table states the switches its runs used). ``PhysicsOptions.measured()`` turns
+    all of them on.
+
+    * ``overheadUsesCpu``: start-up Ω competes for the node's cores like CPU work
+      (``NodeCapability.overhead_uses_cpu``), as `make calibrate` measures our workers' start-up (0.17 s wall,
+      0.17 CPU-s); off, Ω is a free delay every task takes in parallel.
+    * ``shuffleWhileMapsRun``: a reduce placed before its job's maps are done copies each finished map's
+      output over the network at once, as Hadoop's shuffle does from slow-start on; off, it idles until the
+      last map ends and then fetches everything.
+    * ``remoteReadsLoadReplica``: a map that reads its split over the network also reads it from the disk of
+      the replica it reads from (a node of its rack when there is one); off, the bytes come from nowhere.
+    * ``replayMeasuredTime``: a trace's container time is the container's duration on the trace's reference
+      node (κc = 1), scaled only by the node's speed: no start-up, disk or network work added on top; off, it
+      is CPU work to which the profile's start-up, disk I/O and remote reads are added.
+    """
+
+    overhead_uses_cpu: bool = Field(False, alias="overheadUsesCpu")
+    shuffle_while_maps_run: bool = Field(False, alias="shuffleWhileMapsRun")
+    remote_reads_load_replica: bool = Field(False, alias="remoteReadsLoadReplica")
+    replay_measured_time: bool = Field(False, alias="replayMeasuredTime")
+
+    @classmethod
+    def measured(cls) -> PhysicsOptions:
+        return cls(**{name: True for name in cls.model_fields})
+
+    def enabled(self) -> list[str]:
+        """The aliases of the switches that are on (what a results table prints)."""
+        return [field.alias or name for name, field in type(self).model_fields.items() if getattr(self, name)]
+
+
 class ClusterSpec(_Strict):
     nodes: list[NodeGroup] = Field(min_length=1)
     faults: list[FaultSpec] = Field(default_factory=list)
@@ -180,9 +212,8 @@ class ClusterSpec(_Strict):
     #: machine is not given a 2-core machine's slots). Each scenario says where its counts come from.
     slots_by_class: dict[str, SlotsSpec] = Field(default_factory=dict, alias="slotsByClass")
     heartbeat_s: float = Field(3.0, alias="heartbeatS", gt=0)  # Hadoop 1's minimum TaskTracker heartbeat
-    #: Start-up Ω competes for the node's cores like CPU work (``NodeCapability.overhead_uses_cpu``), as
-    #: `make calibrate` measures our workers' start-up; off, it is a free parallel delay (the committed runs).
-    overhead_uses_cpu: bool = Field(False, alias="overheadUsesCpu")
+    #: Which of the measured-physics changes of issue 19 the run uses (each off: the committed results' physics).
+    physics: PhysicsOptions = Field(default_factory=lambda: PhysicsOptions())
 
     def slots(self, node_class: str) -> tuple[int, int]:
         """(map, reduce) slots of a node of ``node_class``."""

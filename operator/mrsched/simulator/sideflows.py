@@ -1,0 +1,140 @@
+"""Work a task attempt causes beside its own process, run on the NodeModels as tasks of their own (issue 19):
+
+* with ``cluster.physics.shuffleWhileMapsRun``, a reduce placed before its job's maps are done starts up at
+  once (its start-up Ω a side flow on its node) and then copies each map's output as the map ends (one fetch
+  flow per map output, on its NIC), as Hadoop's ReduceTask copy phase does from slow-start on; when the last
+  map ends, :meth:`SideFlows.remaining` says what is left for the reduce's own process: its start-up only if it
+  had not ended, and the NIC work no fetch did;
+* with ``remoteReadsLoadReplica``, a map reading its split over the network has the replica's disk read it
+  (a side flow on the replica node).
+
+A side flow is named ``<task key>#<attempt>~<what>``; fetches and reads move exactly their bytes (no noise).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from mrsched.core.model import Attempt, Job
+from mrsched.core.physics import NodeModel, TaskDemand
+from mrsched.simulator.dataflow import DataFlow
+
+
+@dataclass
+class Running:
+    """One task attempt the simulator runs, with its side flows."""
+
+    attempt: Attempt
+    demand: TaskDemand
+    level: str
+    waiting: bool = False  # a reduce holding its slot until its job's maps are done
+    side: dict[str, tuple[str, float]] = field(default_factory=dict)  # flow -> (its node, its NIC work in MB)
+    fetched_mb: float = 0.0  # NIC work its fetches have done
+    queued_mb: float = 0.0  # fetches held back until its start-up ends
+    started_up: bool = False
+
+
+class SideFlows:
+    """The side flows of every running attempt. ``complete(node, now)`` and ``reschedule(node)`` are the
+    engine's: the first collects what has finished on a node (a flow with nothing to do ends the moment it
+    starts), the second moves the node's next physics event after a flow stops."""
+
+    def __init__(
+        self,
+        models: dict[str, NodeModel],
+        dataflow: DataFlow,
+        running: dict[str, dict[str, Running]],
+        complete: Callable[[str, float], None],
+        reschedule: Callable[[str], None],
+    ) -> None:
+        self.models = models
+        self.dataflow = dataflow
+        self.running = running
+        self.complete = complete
+        self.reschedule = reschedule
+        self.owner: dict[str, tuple[str, str]] = {}  # flow -> (its attempt's node, its task key)
+        self.waiting: dict[str, list[tuple[str, Running]]] = defaultdict(list)  # job -> its early reduces
+        self.job_output: dict[str, float] = {}
+        self.ids = itertools.count()
+
+    def _start(self, where: str, owner: str, run: Running, what: str, demand: TaskDemand, now: float) -> None:
+        task = run.attempt.task
+        flow = f"{task.key}#{task.attempts}~{what}"
+        self.owner[flow] = (owner, task.key)
+        run.side[flow] = (where, demand.network_mb)
+        self.models[where].start(
+            flow, demand, now, noisy=what == "start"
+        )  # transfers move exactly their bytes
+        self.complete(where, now)
+
+    def serve_read(self, source: str, node: str, run: Running, now: float) -> None:
+        """remoteReadsLoadReplica: ``source``'s disk reads the split the map on ``node`` fetches."""
+        read = TaskDemand(read_mb=run.attempt.task.input_mb, startup=False)
+        self._start(source, node, run, "serve", read, now)
+
+    def start_early_reduce(self, node: str, run: Running, job: Job, now: float) -> None:
+        """shuffleWhileMapsRun: the reduce's process starts now (its start-up a side flow; its memory is taken
+        when its own work starts, as without the switch), and the output of the maps already done is queued for
+        it to fetch once it is up."""
+        self.waiting[job.id].append((node, run))
+        if job.id not in self.job_output:
+            self.job_output[job.id] = self.dataflow.job_output_mb(job.app, job)
+        for source, mb in job.map_output_mb.items():
+            run.queued_mb += self.dataflow.fetch_mb(
+                run.attempt.task, node, source, mb, self.job_output[job.id]
+            )
+        self._start(node, node, run, "start", TaskDemand(), now)
+
+    def _fetch(self, node: str, run: Running, mb: float, now: float) -> None:
+        if mb > 0:
+            fetch = TaskDemand(network_mb=mb, startup=False)
+            self._start(node, node, run, f"fetch{next(self.ids)}", fetch, now)
+
+    def map_output(self, job: Job, source: str, output_mb: float, now: float) -> None:
+        """A map of ``job`` ended on ``source``: each early reduce that is up fetches its partition of it."""
+        for node, run in self.waiting.get(job.id, ()):
+            mb = self.dataflow.fetch_mb(run.attempt.task, node, source, output_mb, self.job_output[job.id])
+            if run.started_up:
+                self._fetch(node, run, mb, now)
+            else:
+                run.queued_mb += mb
+
+    def finished(self, flow: str, now: float) -> None:
+        """``flow`` ended on its node (the engine's ``complete`` saw it)."""
+        owner_node, key = self.owner.pop(flow)
+        run = self.running[owner_node].get(key)
+        if run is None or flow not in run.side:
+            return  # its attempt has ended (a replica still serving a finished map's read)
+        _, mb = run.side.pop(flow)
+        if flow.endswith("~start"):
+            run.started_up = True
+            queued, run.queued_mb = run.queued_mb, 0.0
+            self._fetch(owner_node, run, queued, now)
+        else:
+            run.fetched_mb += mb
+
+    def stop(self, run: Running, now: float) -> None:
+        """End what is left of ``run``'s side flows; the NIC work its unfinished fetches did counts as done."""
+        for flow, (where, _) in run.side.items():
+            usage = self.models[where].stop(flow, now)
+            self.owner.pop(flow, None)
+            if usage is not None:
+                run.fetched_mb += usage.network_bytes / 1e6
+            self.reschedule(where)
+        run.side.clear()
+
+    def remaining(self, run: Running, demand: TaskDemand, now: float) -> TaskDemand:
+        """What an early reduce's own process does once its job's maps are done: ``demand`` without the NIC
+        work its fetches did, and without start-up if that had ended."""
+        if not (run.side or run.started_up):
+            return demand
+        self.stop(run, now)
+        left = max(0.0, demand.network_mb - run.fetched_mb)
+        return replace(demand, network_mb=left, startup=not run.started_up)
+
+    def forget(self, job_id: str) -> None:
+        self.waiting.pop(job_id, None)
+        self.job_output.pop(job_id, None)

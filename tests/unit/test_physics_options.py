@@ -1,0 +1,238 @@
+"""The measured-physics switches of issue 19 (``cluster.physics``): each changes what its docstring says, and
+with every switch off the simulator runs as before (the committed results' physics)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mrsched.core.catalog import expand_layout
+from mrsched.core.model import ClusterSnapshot, Explanation, Node, Placement, Task
+from mrsched.core.policy import Policy
+from mrsched.policies import make_policy
+from mrsched.simulator.dataflow import DataFlow, base_demand
+from mrsched.simulator.engine import Simulation
+from mrsched.simulator.run import lower_bound
+from mrsched.simulator.scenario import PhysicsOptions, Scenario, load_scenario
+from mrsched.simulator.workload import build_jobs
+
+
+def scenario(
+    tmp_path: Path, physics: dict[str, bool], jobs: list[dict[str, Any]], nodes: list[dict[str, Any]]
+) -> Scenario:
+    data = {
+        "name": "physics-options",
+        "source": "test",
+        "headline": "test",
+        "cluster": {"nodes": nodes, "mapSlots": 2, "reduceSlots": 1, "physics": physics},
+        "workload": {"jobs": jobs},
+        "seeds": [1],
+    }
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_scenario(path)
+
+
+def noise_free(sim: Simulation) -> Simulation:
+    for model in sim.models.values():
+        model.capability = replace(model.capability, noise_sigma=0.0)
+    return sim
+
+
+class OnlyOn(Policy):
+    """Places every pending task on one node, two at a time: remote reads on purpose."""
+
+    name = "only-on"
+
+    def __init__(self, node: str) -> None:
+        super().__init__()
+        self.node = node
+
+    def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
+        placed: list[Placement] = []
+        if node != self.node:
+            return placed
+        for job in snapshot.jobs:
+            for task in job.maps + job.reduces:
+                if task.pending and len(snapshot.running[node]) < 2:
+                    placement = Placement(task, node, Explanation(self.name, 0.0, "test"))
+                    snapshot.commit(placement)
+                    placed.append(placement)
+        return placed
+
+
+def test_measured_turns_every_switch_on_and_the_default_none() -> None:
+    assert PhysicsOptions().enabled() == []
+    assert set(PhysicsOptions.measured().enabled()) == {
+        "overheadUsesCpu",
+        "shuffleWhileMapsRun",
+        "remoteReadsLoadReplica",
+        "replayMeasuredTime",
+    }
+
+
+# --- shuffle while maps run ---------------------------------------------------------------------------------
+
+
+def _nodes() -> dict[str, Node]:
+    return {
+        "a": Node("a", 4, 8000, "r1", "z"),
+        "b": Node("b", 4, 8000, "r1", "z"),
+        "c": Node("c", 4, 8000, "r2", "z"),
+    }
+
+
+def test_early_fetches_add_up_to_what_the_reduce_would_fetch_at_the_end() -> None:
+    flow = DataFlow(_nodes(), {"a": 2.0, "b": 2.0, "c": 2.0}, PhysicsOptions.measured())
+    reduce = Task("j", "reduce", 0, input_mb=300.0)
+    held = {"a": 100.0, "b": 250.0, "c": 50.0}
+    at_end = flow.demand("sort", reduce, "a", held).network_mb
+    early = sum(flow.fetch_mb(reduce, "a", source, mb, sum(held.values())) for source, mb in held.items())
+    assert early == pytest.approx(at_end)
+    assert flow.fetch_mb(reduce, "a", "a", 100.0, 400.0) == 0.0  # its own node's output: a local read later
+    # A byte from the other rack costs two of this rack's (the uplink's share).
+    assert flow.fetch_mb(reduce, "a", "c", 100.0, 400.0) == pytest.approx(
+        2 * flow.fetch_mb(reduce, "a", "b", 100.0, 400.0)
+    )
+
+
+def _shuffle_run(tmp_path: Path, *, overlap: bool, slowstart: float) -> tuple[float, float]:
+    sc = scenario(
+        tmp_path,
+        {"shuffleWhileMapsRun": overlap},
+        [
+            {
+                "id": "s",
+                "app": "sort",
+                "maps": 48,
+                "reduces": 1,
+                "inputMBPerMap": 64,
+                "reduceSlowstart": slowstart,
+            }
+        ],
+        # Slow machines (Ω 45 s, κ = 1): the maps run for minutes, time enough to copy their output.
+        [{"class": "gupta-old", "count": 2, "rack": "r1"}, {"class": "gupta-old", "count": 2, "rack": "r2"}],
+    )
+    jobs = build_jobs(sc, [n.name for n in expand_layout(sc.cluster.nodes)], 1)
+    sim = noise_free(Simulation(sc.cluster, jobs, lambda truth: make_policy("fifo"), seed=1))
+    result = sim.run()
+    (record,) = result.jobs
+    assert record.finish_s is not None
+    return record.finish_s, record.finish_s - sim._last_map_done["s"]
+
+
+def test_a_reduce_placed_early_copies_map_output_while_the_maps_run(tmp_path: Path) -> None:
+    finish_off, tail_off = _shuffle_run(tmp_path, overlap=False, slowstart=0.05)
+    finish_on, tail_on = _shuffle_run(tmp_path, overlap=True, slowstart=0.05)
+    # 3 GB of map output, 3.8 GB of NIC work (cross-rack bytes count twice): 31 s at 125 MB/s. Most of it was
+    # copied, and the reduce's start-up done, before the last map ended: the tail after it is that much shorter.
+    assert tail_on < tail_off - 25.0
+    assert finish_on < finish_off
+
+
+def test_with_the_shuffle_overlapping_slow_start_matters_as_in_hadoop(tmp_path: Path) -> None:
+    early_on, _ = _shuffle_run(tmp_path, overlap=True, slowstart=0.05)
+    late_on, _ = _shuffle_run(tmp_path, overlap=True, slowstart=1.0)
+    assert early_on < late_on - 25.0  # launching the reduce early pays off: it copies while maps run
+    early_off, _ = _shuffle_run(tmp_path, overlap=False, slowstart=0.05)
+    late_off, _ = _shuffle_run(tmp_path, overlap=False, slowstart=1.0)
+    # Without it an early reduce only holds a slot: no gain beyond the heartbeat a late one waits to be placed.
+    assert abs(early_off - late_off) <= 3.0
+
+
+def test_a_job_failing_while_its_reduce_fetches_stops_the_fetches(tmp_path: Path) -> None:
+    sc = scenario(
+        tmp_path,
+        {"shuffleWhileMapsRun": True},
+        [{"id": "s", "app": "sort", "maps": 48, "reduces": 1, "inputMBPerMap": 64}],
+        [{"class": "gupta-old", "count": 2, "rack": "r1"}, {"class": "gupta-old", "count": 2, "rack": "r2"}],
+    )
+    jobs = build_jobs(sc, [n.name for n in expand_layout(sc.cluster.nodes)], 1)
+    sim = Simulation(sc.cluster, jobs, lambda truth: make_policy("fifo"), seed=1)
+    fetch = sim.side._fetch
+    seen: list[str] = []
+
+    def fetch_then_fail(node: str, run: Any, mb: float, now: float) -> None:
+        fetch(node, run, mb, now)
+        seen.extend(f for f in run.side if "~fetch" in f)
+        if len(seen) >= 3:  # the job fails (a task out of attempts) while its reduce is fetching
+            sim._end_job(sim.snapshot.job("s"), now, failed=True)
+
+    sim.side._fetch = fetch_then_fail  # type: ignore[method-assign]
+    result = sim.run()
+    assert result.jobs[0].failed
+    assert not sim.side.owner
+    assert all(f not in model.running_ids for model in sim.models.values() for f in seen)
+
+
+# --- remote reads load the replica --------------------------------------------------------------------------
+
+
+def _remote_read_run(tmp_path: Path, *, load_replica: bool) -> Simulation:
+    sc = scenario(
+        tmp_path,
+        {"remoteReadsLoadReplica": load_replica},
+        [{"id": "wc", "app": "wordcount", "maps": 4, "reduces": 0, "inputMBPerMap": 128}],
+        [{"class": "gupta-new", "count": 2, "rack": "r1"}],
+    )
+    names = [n.name for n in expand_layout(sc.cluster.nodes)]
+    jobs = build_jobs(sc, names, 1)
+    for task in jobs[0].maps:
+        task.replicas = (names[1],)  # every split only on the second node, every map on the first
+    sim = noise_free(Simulation(sc.cluster, jobs, lambda truth: OnlyOn(names[0]), seed=1))
+    sim.run()
+    return sim
+
+
+def test_a_remote_map_read_is_read_from_the_replicas_disk(tmp_path: Path) -> None:
+    off = _remote_read_run(tmp_path, load_replica=False)
+    on = _remote_read_run(tmp_path, load_replica=True)
+    reader, replica = sorted(off.models)
+    assert off.models[replica].counters.disk_read_bytes == 0  # the bytes came from nowhere
+    # The replica's disk did the read: all of it for the maps whose serve ended before the run did.
+    assert on.models[replica].counters.disk_read_bytes >= 3 * 128e6
+    assert on.models[replica].counters.disk_read_bytes <= 4 * 128e6 + 1
+    assert on.models[reader].counters.disk_read_bytes == off.models[reader].counters.disk_read_bytes == 0
+    assert not on.locality_counts.get("node")
+
+
+def test_the_replica_read_from_is_in_the_readers_rack_when_there_is_one() -> None:
+    flow = DataFlow(_nodes(), {"a": 2.0, "b": 2.0, "c": 2.0}, PhysicsOptions.measured())
+    task = Task("j", "map", 0, 64.0, replicas=("c", "b"))
+    assert flow.replica_for(task, "a") == "b"
+    assert flow.replica_for(replace(task, replicas=("c",)), "a") == "c"
+    assert flow.replica_for(task, "b") is None  # local
+
+
+# --- replayed containers --------------------------------------------------------------------------------------
+
+
+def test_a_replayed_container_takes_its_measured_time_over_the_node_speed_and_nothing_more(
+    tmp_path: Path,
+) -> None:
+    sc = scenario(
+        tmp_path,
+        {"replayMeasuredTime": True},
+        [{"id": "t", "app": "wordcount", "maps": 1, "reduces": 0, "inputMBPerMap": 128}],
+        [{"class": "gupta-new", "count": 1, "rack": "r1"}, {"class": "gupta-new", "count": 1, "rack": "r2"}],
+    )
+    names = [n.name for n in expand_layout(sc.cluster.nodes)]
+    jobs = build_jobs(sc, names, 1)
+    jobs[0].maps[0].work_s = 60.0
+    jobs[0].maps[0].replicas = ("elsewhere",)  # not a node here: an off-rack read, were it not a replay
+    sim = noise_free(Simulation(sc.cluster, jobs, lambda truth: make_policy("fifo"), seed=1))
+    result = sim.run()
+    (record,) = result.jobs
+    speed = sim.capabilities[names[0]].cpu_rate
+    assert record.finish_s is not None and record.start_s is not None
+    assert record.finish_s - record.start_s == pytest.approx(60.0 / speed)
+    demand = base_demand("wordcount", jobs[0].maps[0], measured_time=True)
+    assert (demand.read_mb, demand.write_mb, demand.network_mb, demand.startup) == (0.0, 0.0, 0.0, False)
+    # The bound adds nothing either (it draws the noise the run's node would: within a few sigma of 1).
+    assert 0.8 * 60.0 / speed <= lower_bound(sim, jobs)["critical_path_s"] <= 1.25 * 60.0 / speed
+    legacy = base_demand("wordcount", jobs[0].maps[0])
+    assert legacy.startup and legacy.read_mb > 0  # the old reading adds start-up and the profile's I/O
