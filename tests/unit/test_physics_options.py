@@ -71,6 +71,7 @@ def test_measured_turns_every_switch_on_and_the_default_none() -> None:
         "overheadUsesCpu",
         "shuffleWhileMapsRun",
         "remoteReadsLoadReplica",
+        "replicaWritesRemote",
         "replayMeasuredTime",
     }
 
@@ -193,9 +194,8 @@ def test_a_remote_map_read_is_read_from_the_replicas_disk(tmp_path: Path) -> Non
     on = _remote_read_run(tmp_path, load_replica=True)
     reader, replica = sorted(off.models)
     assert off.models[replica].counters.disk_read_bytes == 0  # the bytes came from nowhere
-    # The replica's disk did the read: all of it for the maps whose serve ended before the run did.
-    assert on.models[replica].counters.disk_read_bytes >= 3 * 128e6
-    assert on.models[replica].counters.disk_read_bytes <= 4 * 128e6 + 1
+    # The replica's disk did every read (a map ends no sooner than its bytes have left that disk).
+    assert on.models[replica].counters.disk_read_bytes == pytest.approx(4 * 128e6)
     assert on.models[reader].counters.disk_read_bytes == off.models[reader].counters.disk_read_bytes == 0
     assert not on.locality_counts.get("node")
 
@@ -236,3 +236,80 @@ def test_a_replayed_container_takes_its_measured_time_over_the_node_speed_and_no
     assert 0.8 * 60.0 / speed <= lower_bound(sim, jobs)["critical_path_s"] <= 1.25 * 60.0 / speed
     legacy = base_demand("wordcount", jobs[0].maps[0])
     assert legacy.startup and legacy.read_mb > 0  # the old reading adds start-up and the profile's I/O
+
+
+# --- replicated writes ----------------------------------------------------------------------------------------
+
+
+def test_hdfs_places_the_second_copy_on_another_rack_and_the_third_beside_it() -> None:
+    nodes = {**_nodes(), "d": Node("d", 4, 8000, "r2", "z")}
+    flow = DataFlow(nodes, dict.fromkeys(nodes, 2.0), PhysicsOptions.measured())
+    for attempt in ("j/map/0#1", "j/map/1#1", "j/map/2#2"):
+        second, third = flow.replica_targets(attempt, "a", 2)
+        assert nodes[second].rack == "r2" and nodes[third].rack == "r2" and second != third
+        assert flow.replica_targets(attempt, "a", 2) == [second, third]  # the same attempt, the same nodes
+    one_rack = DataFlow(_nodes(), dict.fromkeys("abc", 2.0), PhysicsOptions.measured())
+    assert sorted(one_rack.replica_targets("x#1", "c", 2)) == [
+        "a",
+        "b",
+    ]  # no other rack: its own rack's nodes
+
+
+def _jio_run(tmp_path: Path, *, remote: bool) -> Simulation:
+    sc = scenario(
+        tmp_path,
+        {"replicaWritesRemote": remote},
+        [{"id": "jio", "app": "jio", "maps": 1, "reduces": 0, "inputMBPerMap": 51.2}],
+        [{"class": "gupta-new", "count": 2, "rack": "r1"}, {"class": "gupta-new", "count": 2, "rack": "r2"}],
+    )
+    jobs = build_jobs(sc, [n.name for n in expand_layout(sc.cluster.nodes)], 1)
+    sim = noise_free(Simulation(sc.cluster, jobs, lambda truth: make_policy("fifo"), seed=1))
+    sim.run()
+    return sim
+
+
+def test_jios_three_copies_are_written_by_three_nodes(tmp_path: Path) -> None:
+    local = _jio_run(tmp_path, remote=False)
+    spread = _jio_run(tmp_path, remote=True)
+    written = {name: m.counters.disk_written_bytes for name, m in local.models.items()}
+    writer = max(written, key=lambda n: written[n])
+    total = written[writer]
+    assert sorted(written.values())[:-1] == [0.0, 0.0, 0.0]  # all three copies on the writer's disk
+    spread_written = {name: m.counters.disk_written_bytes for name, m in spread.models.items()}
+    by_size = sorted(spread_written.values(), reverse=True)
+    assert by_size[0] == pytest.approx(total / 3, rel=1e-6)  # the writer's own copy ...
+    # ... and each replica's, all of it: the map waits for them
+    assert (
+        by_size[1] == pytest.approx(total / 3) and by_size[2] == pytest.approx(total / 3) and by_size[3] == 0
+    )
+    (fast,) = spread.map_times["jio"].values()
+    (slow,) = local.map_times["jio"].values()
+    # Its disk writes one copy, not three; the map ends when its replicas have theirs (HDFS acknowledges a
+    # block when every copy is written), so no sooner than a copy crosses a replica's 125 MB/s NIC.
+    assert 0.999 * total / 3 / 125e6 <= fast[0] < slow[0] * 0.6
+
+
+@pytest.mark.parametrize("mode", ["hadoop", "kubernetes"])
+@pytest.mark.parametrize("policy", ["fifo", "fair", "kube-default", "greedy-informed"])
+def test_with_every_switch_on_every_job_finishes_and_the_bound_holds(
+    tmp_path: Path, policy: str, mode: str
+) -> None:
+    measured = {alias: True for alias in PhysicsOptions.measured().enabled()}
+    sc = scenario(
+        tmp_path,
+        measured,
+        [
+            {"id": "jio", "app": "jio", "maps": 12, "reduces": 0, "inputMBPerMap": 51.2},
+            {"id": "wc", "app": "wordcount", "submitS": 5, "maps": 20, "reduces": 2},
+            {"id": "sort", "app": "sort", "submitS": 10, "maps": 16, "reduces": 2, "reduceSlowstart": 0.05},
+        ],
+        [{"class": "gupta-old", "count": 2, "rack": "r1"}, {"class": "gupta-new", "count": 3, "rack": "r2"}],
+    )
+    jobs = build_jobs(sc, [n.name for n in expand_layout(sc.cluster.nodes)], 1)
+    sim = Simulation(
+        sc.cluster, jobs, lambda truth: make_policy(policy, seed=1, truth=truth), seed=1, mode=mode
+    )  # type: ignore[arg-type]
+    bound = lower_bound(sim, build_jobs(sc, [n.name for n in expand_layout(sc.cluster.nodes)], 1))
+    result = sim.run()
+    assert all(r.finish_s is not None and not r.failed for r in result.jobs)
+    assert bound["makespan_s"] <= result.makespan_s

@@ -52,6 +52,8 @@ DEFAULT_SOURCES: dict[str, str] = {
     "140-300 MB per map",
     "TaskProfile.waitS": "assumption: a task sleeps only where its profile says so (zero wait)",
     "TaskProfile.waitSPerMB": "assumption: a task sleeps only where its profile says so (zero wait)",
+    "TaskProfile.writeReplicas": "assumption: a profile's writes are one copy (what the task process moves, as "
+    "seed 002 Table 2.1 counts bytes) unless it says its figure includes HDFS replicas",
     "TaskProfile.threads": "measured: our workers run one runnable thread per task, CPU s / wall s <= 1.00 at one "
     "task (bench/results/calibration/report.md, `make calibrate`)",
     "NodeGroup.count": "assumption: a node group that names no count is one node",
@@ -123,6 +125,9 @@ class TaskProfile(_Strict):
     wait_s_per_mb: float = Field(0.0, alias="waitSPerMB", ge=0)
     #: Runnable threads in the CPU phase (``TaskDemand.threads``): a JVM task's GC and spill threads.
     threads: int = Field(1, ge=1)
+    #: How many HDFS copies its write figures hold (jio's Table 3.2 θd: 3); with
+    #: ``cluster.physics.replicaWritesRemote`` all but one are written by other nodes.
+    write_replicas: int = Field(1, alias="writeReplicas", ge=1)
     # A map's output that the reduces fetch (the shuffle), when it is not what the map writes to disk
     # (Pi writes spills and logs but emits two numbers).
     output_mb: float | None = Field(None, alias="outputMB", ge=0)

@@ -15,6 +15,7 @@ demand is its measured time and nothing else (``base_demand``).
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import replace
 
 from mrsched.core.catalog import application, expand_layout
@@ -81,6 +82,9 @@ class DataFlow:
         base = base_demand(app, task, measured_time=self.options.replay_measured_time)
         if self.replayed(task):
             return base
+        copies = self.write_copies(app, task)
+        if copies > 1:  # replicaWritesRemote: the other copies are other nodes' writes
+            base = replace(base, write_mb=base.write_mb / copies)
         here = self.nodes[node]
         cross = self.cross_rack_cost[node]
         if task.kind == "map":
@@ -119,6 +123,33 @@ class DataFlow:
             return None
         rack = self.nodes[node].rack
         return next((r for r in known if self.nodes[r].rack == rack), known[0])
+
+    def write_copies(self, app: str, task: Task) -> int:
+        """How many HDFS copies ``task``'s writes hold that ``replicaWritesRemote`` spreads over nodes (1: none)."""
+        if not self.options.replica_writes_remote:
+            return 1
+        return application(app).profile(task.kind).write_replicas
+
+    def replica_targets(self, attempt: str, node: str, count: int) -> list[str]:
+        """Where HDFS's default placement puts ``count`` more copies of a block ``node`` writes: the first on
+        another rack, the next beside it on that rack (a node of ``node``'s rack when there is no other rack).
+        Chosen from the attempt's name, so the same run places them the same way."""
+        others = sorted(n for n in self.nodes if n != node)
+        if not others or count <= 0:
+            return []
+        pick = zlib.crc32(attempt.encode())
+        rack = self.nodes[node].rack
+        remote = [n for n in others if self.nodes[n].rack != rack] or others
+        first = remote[pick % len(remote)]
+        beside = [n for n in others if self.nodes[n].rack == self.nodes[first].rack and n != first]
+        rest = beside or [n for n in others if n != first]
+        targets = [first]
+        for i in range(count - 1):
+            if not rest:
+                break
+            targets.append(rest[(pick // (i + 2)) % len(rest)])
+            rest = [n for n in rest if n != targets[-1]]
+        return targets
 
     @staticmethod
     def job_output_mb(app: str, job: Job) -> float:

@@ -122,7 +122,12 @@ class Simulation:
         self._physics_at: dict[str, float] = {}
         self._running: dict[str, dict[str, Running]] = {n: {} for n in self.nodes}  # node -> task key -> run
         self.side = SideFlows(
-            self.models, self.dataflow, self._running, self._complete, self._schedule_physics
+            self.models,
+            self.dataflow,
+            self._running,
+            self._complete,
+            self._schedule_physics,
+            self._finish_held,
         )
         self._last_map_done: dict[str, float] = {}
         self.records = {
@@ -340,6 +345,8 @@ class Simulation:
             source = self.dataflow.replica_for(task, node)
             if source is not None:  # the replica's disk serves the bytes this map reads over the network
                 self.side.serve_read(source, node, run, now)
+        if self.physics.replica_writes_remote:
+            self.side.write_replicas(node, run, job.app, now)
         self._launch(node, task, demand, now)
 
     def _launch(self, node: str, task: Task, demand: TaskDemand, now: float) -> None:
@@ -356,13 +363,20 @@ class Simulation:
             if outcome.task_id in self.side.owner:
                 self.side.finished(outcome.task_id, now)
                 continue
-            self._finish(
-                node,
-                outcome.task_id.split("#")[0],
-                now,
-                succeeded=not outcome.oom_killed,
-                usage=outcome.usage,
-            )
+            key = outcome.task_id.split("#")[0]
+            run = self._running[node][key]
+            if run.side and not outcome.oom_killed:  # replicas it reads from or writes to are not done yet
+                run.ended = outcome
+                continue
+            if run.side:
+                self.side.stop(run, now)
+            self._finish(node, key, now, succeeded=not outcome.oom_killed, usage=outcome.usage)
+        self._schedule_physics(node)
+
+    def _finish_held(self, node: str, run: Running, now: float) -> None:
+        """An attempt whose process had ended ends with the last side flow it waited for."""
+        assert run.ended is not None
+        self._finish(node, run.attempt.task.key, now, succeeded=True, usage=run.ended.usage)
         self._schedule_physics(node)
 
     def _finish(self, node: str, task_key: str, now: float, *, succeeded: bool, usage: Any = None) -> None:
@@ -435,6 +449,8 @@ class Simulation:
                     self.records[job.id].reduce_idle_s += now - run.attempt.start_s
                     run.demand = self.demand(run.attempt.task, node)  # map outputs are all placed now
                     run.demand = self.side.remaining(run, run.demand, now)  # shuffleWhileMapsRun
+                    if self.physics.replica_writes_remote:
+                        self.side.write_replicas(node, run, job.app, now)
                     self._launch(node, run.attempt.task, run.demand, now)
         self.side.forget(job.id)
 

@@ -38,9 +38,11 @@ def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
     included), scaled by the smallest noise factor its first attempt would draw on any node (the physics'
     log-normal noise is drawn per node and task; failed attempts only add work); its disk work leaves out the
     input read, which a non-local map or a reduce's shuffle takes over the network instead, and its time is the
-    shorter of reading its input locally or from a node of its rack. Start-up overhead, contention and slots
-    are left out, so both bounds are optimistic; ``tests/unit/test_bench_results.py`` checks that every
-    committed result is at or above them."""
+    shorter of reading its input locally or from a node of its rack. With ``cluster.physics`` switches: a task's
+    time counts only its own copy of replicated writes (``replicaWritesRemote``; the work bound all of them), and
+    a reduce's neither its start-up nor its fetches (``shuffleWhileMapsRun``: both may overlap the maps).
+    Contention and slots are left out, so both bounds are optimistic; ``tests/unit/test_bench_results.py``
+    checks that every committed result is at or above them."""
     caps = sim.noise_free_capabilities
     sigma = {name: cap.noise_sigma for name, cap in sim.capabilities.items()}
     cpu_capacity = sum(c.cpu_rate * c.cores for c in caps.values())
@@ -62,11 +64,29 @@ def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
                 if sim.dataflow.replayed(task)
                 else replace(local, read_mb=max(0.0, local.read_mb - task.input_mb), network_mb=task.input_mb)
             )
+            copies = sim.dataflow.write_copies(
+                job.app, task
+            )  # replicaWritesRemote: other nodes write the rest
+            own, own_remote = (
+                (
+                    replace(local, write_mb=local.write_mb / copies),
+                    replace(remote, write_mb=remote.write_mb / copies),
+                )
+                if copies > 1
+                else (local, remote)
+            )
+            if task.kind == "reduce" and sim.physics.shuffle_while_maps_run:
+                # An early reduce may start up and copy everything while the maps still run: its critical part
+                # after the last map is its own work alone.
+                own, own_remote = (
+                    replace(own, startup=False),
+                    replace(own_remote, startup=False, network_mb=0.0),
+                )
             attempt = f"{task.key}#1"
             least = shortest = math.inf
             held = shortest_map.setdefault(job.id, {}) if task.kind == "map" else None
             for cap, names in classes.items():
-                isolated = min(isolated_duration(cap, local), isolated_duration(cap, remote))
+                isolated = min(isolated_duration(cap, own), isolated_duration(cap, own_remote))
                 for name in names:
                     factor = noise_factor(sim.seed, name, attempt, sigma[name]) if sigma[name] > 0 else 1.0
                     least = min(least, factor)

@@ -182,6 +182,9 @@ class PhysicsOptions(_Strict):
       last map ends and then fetches everything.
     * ``remoteReadsLoadReplica``: a map that reads its split over the network also reads it from the disk of
       the replica it reads from (a node of its rack when there is one); off, the bytes come from nowhere.
+    * ``replicaWritesRemote``: of a profile whose writes hold several HDFS copies (``writeReplicas``, jio's
+      three), the writer's disk writes one and other nodes receive and write the rest (HDFS's default
+      placement: the second copy on another rack, the third beside the second); off, its disk writes all.
     * ``replayMeasuredTime``: a trace's container time is the container's duration on the trace's reference
       node (κc = 1), scaled only by the node's speed: no start-up, disk or network work added on top; off, it
       is CPU work to which the profile's start-up, disk I/O and remote reads are added.
@@ -190,6 +193,7 @@ class PhysicsOptions(_Strict):
     overhead_uses_cpu: bool = Field(False, alias="overheadUsesCpu")
     shuffle_while_maps_run: bool = Field(False, alias="shuffleWhileMapsRun")
     remote_reads_load_replica: bool = Field(False, alias="remoteReadsLoadReplica")
+    replica_writes_remote: bool = Field(False, alias="replicaWritesRemote")
     replay_measured_time: bool = Field(False, alias="replayMeasuredTime")
 
     @classmethod

@@ -6,7 +6,14 @@
   map ends, :meth:`SideFlows.remaining` says what is left for the reduce's own process: its start-up only if it
   had not ended, and the NIC work no fetch did;
 * with ``remoteReadsLoadReplica``, a map reading its split over the network has the replica's disk read it
-  (a side flow on the replica node).
+  (a side flow on the replica node);
+* with ``replicaWritesRemote``, the copies of a task's writes beyond its own are received and written by other
+  nodes (two side flows on each, its NIC receiving and its disk writing, side by side as a pipeline does),
+  from the moment the task starts (not synchronised with its disk phase).
+
+An attempt whose process ends before the replicas it reads from or writes to are done ends with the last of
+them (``Running.ended``): a read cannot end before its bytes left the disk, nor an HDFS write before every
+copy is acknowledged.
 
 A side flow is named ``<task key>#<attempt>~<what>``; fetches and reads move exactly their bytes (no noise).
 """
@@ -19,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from mrsched.core.model import Attempt, Job
-from mrsched.core.physics import NodeModel, TaskDemand
+from mrsched.core.physics import NodeModel, TaskDemand, TaskOutcome
 from mrsched.simulator.dataflow import DataFlow
 
 
@@ -35,12 +42,15 @@ class Running:
     fetched_mb: float = 0.0  # NIC work its fetches have done
     queued_mb: float = 0.0  # fetches held back until its start-up ends
     started_up: bool = False
+    #: Its process ended while side flows it waits for (a replica's read or write) still ran: what ended.
+    ended: TaskOutcome | None = None
 
 
 class SideFlows:
-    """The side flows of every running attempt. ``complete(node, now)`` and ``reschedule(node)`` are the
-    engine's: the first collects what has finished on a node (a flow with nothing to do ends the moment it
-    starts), the second moves the node's next physics event after a flow stops."""
+    """The side flows of every running attempt. ``complete(node, now)``, ``reschedule(node)`` and
+    ``finish(node, run, now)`` are the engine's: the first collects what has finished on a node (a flow with
+    nothing to do ends the moment it starts), the second moves the node's next physics event after a flow
+    stops, the third ends an attempt whose process ended (``Running.ended``) once its last flow has."""
 
     def __init__(
         self,
@@ -49,12 +59,14 @@ class SideFlows:
         running: dict[str, dict[str, Running]],
         complete: Callable[[str, float], None],
         reschedule: Callable[[str], None],
+        finish: Callable[[str, Running, float], None],
     ) -> None:
         self.models = models
         self.dataflow = dataflow
         self.running = running
         self.complete = complete
         self.reschedule = reschedule
+        self.finish = finish
         self.owner: dict[str, tuple[str, str]] = {}  # flow -> (its attempt's node, its task key)
         self.waiting: dict[str, list[tuple[str, Running]]] = defaultdict(list)  # job -> its early reduces
         self.job_output: dict[str, float] = {}
@@ -74,6 +86,23 @@ class SideFlows:
         """remoteReadsLoadReplica: ``source``'s disk reads the split the map on ``node`` fetches."""
         read = TaskDemand(read_mb=run.attempt.task.input_mb, startup=False)
         self._start(source, node, run, "serve", read, now)
+
+    def write_replicas(self, node: str, run: Running, app: str, now: float) -> None:
+        """replicaWritesRemote: each other copy of the attempt's writes is received and written by another node
+        (:meth:`DataFlow.replica_targets`), in the same 1/r share the writer keeps."""
+        task = run.attempt.task
+        copies = self.dataflow.write_copies(app, task)
+        if copies <= 1:
+            return
+        share = run.demand.write_mb  # the writer's own copy, already 1/r of the profile's writes
+        targets = self.dataflow.replica_targets(f"{task.key}#{task.attempts}", node, copies - 1)
+        for i, target in enumerate(targets):
+            self._start(
+                target, node, run, f"replica{i + 1}-nic", TaskDemand(network_mb=share, startup=False), now
+            )
+            self._start(
+                target, node, run, f"replica{i + 1}-disk", TaskDemand(write_mb=share, startup=False), now
+            )
 
     def start_early_reduce(self, node: str, run: Running, job: Job, now: float) -> None:
         """shuffleWhileMapsRun: the reduce's process starts now (its start-up a side flow; its memory is taken
@@ -113,8 +142,10 @@ class SideFlows:
             run.started_up = True
             queued, run.queued_mb = run.queued_mb, 0.0
             self._fetch(owner_node, run, queued, now)
-        else:
+        elif "~fetch" in flow:
             run.fetched_mb += mb
+        elif not run.side and run.ended is not None:  # the last replica it waited for is done
+            self.finish(owner_node, run, now)
 
     def stop(self, run: Running, now: float) -> None:
         """End what is left of ``run``'s side flows; the NIC work its unfinished fetches did counts as done."""
