@@ -70,6 +70,9 @@ bench-steady: venv  ## seed 002 ch.6 in steady state: diagnosis vs frozen belief
 bench-speed: venv  ## simulator events/s and Fair's scheduling-round latency
 	$(PY) bench/simulator_speed.py
 
+bench-physics: venv  ## each measured-physics switch (cluster.physics) alone and all together, both modes
+	$(PY) bench/physics_switches.py --out bench/results/physics-switches.md
+
 bench-dara-alpha: venv  ## DARA's offline alpha by least squares on the simulator's physics (thesis §4.2.3)
 	$(PY) bench/dara_alpha_fit.py --out bench/results/dara-alpha-fit.txt
 

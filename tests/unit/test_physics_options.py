@@ -313,3 +313,72 @@ def test_with_every_switch_on_every_job_finishes_and_the_bound_holds(
     result = sim.run()
     assert all(r.finish_s is not None and not r.failed for r in result.jobs)
     assert bound["makespan_s"] <= result.makespan_s
+
+
+# --- stragglers and speculative execution ---------------------------------------------------------------------
+
+
+def test_stragglers_are_as_frequent_as_asked_and_heavy_tailed_within_their_cap() -> None:
+    from mrsched.core.physics import straggler_factor
+
+    assert straggler_factor(1, "n", "t#1", 0.0, 1.5, 10.0) == 1.0
+    draws = [straggler_factor(1, "n", f"t{i}#1", 0.2, 1.5, 10.0) for i in range(20_000)]
+    slow = sorted(d for d in draws if d > 1.0)
+    assert abs(len(slow) / len(draws) - 0.2) < 0.015
+    assert all(1.0 <= d <= 10.0 for d in draws)
+    assert slow[len(slow) // 2] == pytest.approx(2 ** (1 / 1.5), rel=0.08)  # Pareto(1.5)'s median
+    assert straggler_factor(1, "n", "t7#1", 0.2, 1.5, 10.0) == draws[7]  # the same attempt, the same draw
+
+
+def test_an_attempts_progress_grows_with_its_work_done() -> None:
+    from mrsched.core.physics import NodeCapability, NodeModel, TaskDemand
+
+    cap = NodeCapability(cores=2, memory_mb=4000, overhead_s=2.0, noise_sigma=0.0)
+    model = NodeModel("n", cap)
+    model.start("t", TaskDemand(cpu_s=6.0, read_mb=200.0), 0.0)  # Ω 2 s, CPU 6 s, disk 2 s: 10 s alone
+    seen = []
+    for at in (1.0, 2.0, 5.0, 8.0, 9.0):
+        model.advance(at)
+        seen.append(model.progress("t"))
+    assert seen == pytest.approx([0.1, 0.2, 0.5, 0.8, 0.9])
+    model.advance(10.0)
+    assert model.progress("t") == 1.0  # finished
+
+
+def _speculation_run(tmp_path: Path, *, enabled: bool, policy: str = "fifo") -> tuple[Simulation, Any]:
+    sc = scenario(
+        tmp_path,
+        {},
+        # Two waves of CPU-heavy maps (60 s of CPU work each) on 8 map slots, one in three a straggler.
+        [{"id": "wc", "app": "wordcount", "maps": 16, "reduces": 1, "inputMBPerMap": 1024}],
+        [{"class": "gupta-new", "count": 4, "rack": "r1"}],
+    )
+    cluster = sc.cluster.model_copy(
+        update={
+            "stragglers": sc.cluster.stragglers.model_copy(update={"probability": 0.3, "pareto_shape": 1.0}),
+            "speculation": sc.cluster.speculation.model_copy(update={"enabled": enabled, "lag_s": 10.0}),
+        }
+    )
+    jobs = build_jobs(sc, [n.name for n in expand_layout(cluster.nodes)], 1)
+    sim = Simulation(cluster, jobs, lambda truth: make_policy(policy, seed=1, truth=truth), seed=1)
+    return sim, sim.run()
+
+
+def test_speculative_attempts_overtake_stragglers_and_the_losers_are_killed(tmp_path: Path) -> None:
+    _, plain = _speculation_run(tmp_path, enabled=False)
+    sim, result = _speculation_run(tmp_path, enabled=True)
+    report = result.extra["speculation"]
+    assert report["speculative_attempts"] > 0 and report["speculative_wins"] > 0
+    assert "speculation" not in plain.extra
+    assert result.makespan_s < plain.makespan_s  # stragglers' copies on other nodes finish first
+    job = sim.snapshot.job("wc") if sim.active else None
+    assert job is None  # the job finished
+    assert all(not runs for runs in sim._running.values())  # every losing attempt was killed ...
+    assert all(not attempts for attempts in sim.snapshot.running.values())  # ... and its slot freed
+    assert all(not nodes for nodes in sim._attempt_nodes.values())
+    assert result.tasks_started == 17 + report["speculative_attempts"]
+
+
+def test_speculation_is_for_the_policies_listed(tmp_path: Path) -> None:
+    _, result = _speculation_run(tmp_path, enabled=True, policy="kube-default")
+    assert "speculation" not in result.extra

@@ -82,6 +82,12 @@ class NodeCapability:
     #: wall = 0.17 CPU-s, `make calibrate`). Off: Ω is a delay every task takes in parallel, for free, which a
     #: policy that knows it exploits (issue 19); the committed results were run so, until the re-run.
     overhead_uses_cpu: bool = False
+    #: Stragglers (heavy-tailed slow attempts, beyond the log-normal noise): the chance that an attempt is one,
+    #: and its slowdown, Pareto with this shape (scale 1) capped at ``straggler_max``. Off (0) unless a
+    #: scenario's ``cluster.stragglers`` sets them.
+    straggler_probability: float = 0.0
+    straggler_shape: float = 1.5
+    straggler_max: float = 10.0
 
     def __post_init__(self) -> None:
         if self.cores < 1 or self.memory_mb <= 0:
@@ -230,6 +236,21 @@ class _Rates:
 _TWO_PI = 2.0 * math.pi  # random.TWOPI
 
 
+def straggler_factor(
+    seed: int, node: str, task_id: str, probability: float, shape: float, cap: float
+) -> float:
+    """1, or with ``probability`` a Pareto(``shape``) slowdown capped at ``cap``: the same for the same (seed,
+    node, attempt), drawn apart from the noise (a speculative copy of a straggler on another node is no
+    straggler, unless it draws one there)."""
+    if probability <= 0:
+        return 1.0
+    digest = hashlib.blake2b(f"{seed}/{node}/{task_id}/straggler".encode(), digest_size=8).digest()
+    rng = _random.Random(int.from_bytes(digest, "big"))
+    if rng.random() >= probability:
+        return 1.0
+    return min(cap, float((1.0 - rng.random()) ** (-1.0 / shape)))
+
+
 def noise_factor(seed: int, node: str, task_id: str, sigma: float) -> float:
     """Log-normal work multiplier with median 1, the same for the same (seed, node, task)."""
     if sigma <= 0:
@@ -285,7 +306,17 @@ class NodeModel:
         if task_id in self._running:
             raise ValueError(f"task {task_id} already runs on {self.name}")
         self.advance(now)
-        factor = noise_factor(self.seed, self.name, task_id, self.capability.noise_sigma) if noisy else 1.0
+        cap = self.capability
+        factor = noise_factor(self.seed, self.name, task_id, cap.noise_sigma) if noisy else 1.0
+        if noisy and cap.straggler_probability > 0:
+            factor *= straggler_factor(
+                self.seed,
+                self.name,
+                task_id,
+                cap.straggler_probability,
+                cap.straggler_shape,
+                cap.straggler_max,
+            )
         overhead = self.capability.overhead_s * factor if demand.startup else 0.0
         task = _Running(task_id, demand.scaled(factor), now, remaining=overhead)
         task.usage.peak_memory_mb = demand.memory_mb
@@ -346,6 +377,30 @@ class NodeModel:
             if t.phase_index not in (_NETWORK, _WAIT)
         )
         return in_work + self.cpu_hog_threads() + self.disk_hog_streams()
+
+    def progress(self, task_id: str) -> float:
+        """How far ``task_id`` is, 0-1: its phases' work done, each weighted by its time alone on this node (what
+        a task's progress report approximates: a map's share of its input read). 1 when not running."""
+        task = self._running.get(task_id)
+        if task is None:
+            return 1.0
+        cap = self.capability
+        d = task.demand
+        alone = (
+            self.capability.overhead_s if d.startup else 0.0,  # Ω was drawn with the noise: close enough here
+            d.network_mb / cap.network_mbps,
+            d.wait_s,
+            d.cpu_s / (cap.cpu_rate * min(d.threads, cap.cores)),
+            d.disk_s / cap.disk_rate,
+        )
+        total = sum(alone)
+        if total <= 0:
+            return 0.0
+        phase = task.phase_index
+        work = self._phase_work(task) if phase != _OVERHEAD else alone[_OVERHEAD]
+        left = task.remaining / work if work > 0 else 0.0
+        done = sum(alone[:phase]) + alone[phase] * (1.0 - min(1.0, left))
+        return max(0.0, min(1.0, done / total))
 
     def pop_finished(self) -> list[TaskOutcome]:
         done, self._finished = self._finished, []

@@ -42,8 +42,15 @@ def build_nodes(cluster: ClusterSpec) -> tuple[dict[str, Node], dict[str, NodeCa
         )
         for n in layout
     }
+    stragglers = cluster.stragglers
     capabilities = {
-        n.name: replace(n.node_class.capability(), overhead_uses_cpu=cluster.physics.overhead_uses_cpu)
+        n.name: replace(
+            n.node_class.capability(),
+            overhead_uses_cpu=cluster.physics.overhead_uses_cpu,
+            straggler_probability=stragglers.probability,
+            straggler_shape=stragglers.pareto_shape,
+            straggler_max=stragglers.max_slowdown,
+        )
         for n in layout
     }
     return nodes, capabilities, {n.name: n.node_class.physics.cross_rack_cost() for n in layout}

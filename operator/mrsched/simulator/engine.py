@@ -19,13 +19,11 @@ Events, in time order (ties by insertion order, so a seed always gives the same 
   carries the heartbeating node's metrics as of the latest scrape (a round's, every node's).
 
 Each node has its class's slots (``ClusterSpec.slots``). Data moves by network distance
-(:mod:`mrsched.simulator.dataflow`). A reduce holds its slot from the moment it is placed but does its own work
-only when all of its job's maps are done, as Hadoop's reduces wait for map output. With
-``cluster.physics.shuffleWhileMapsRun`` an early reduce starts up at once and copies each map's output as the
-map ends (side flows on the NodeModels: its start-up, one fetch per finished map; ``_SideFlows``), and at the
-end fetches only what is left; without, it idles and fetches everything at the end. With
-``remoteReadsLoadReplica`` a remote map's read is a side flow on the replica's disk. A task killed by the OOM
-killer is retried up to the job's ``max_attempts``, then the job fails.
+(:mod:`mrsched.simulator.dataflow`); an attempt's work beside its own process (an early reduce's fetches, a
+replica's read or write: ``cluster.physics``) runs as side flows (:mod:`mrsched.simulator.sideflows`); what
+happens to attempts and jobs when they start and end is :mod:`mrsched.simulator.attempts`; after the policy's
+placements on a node, the Hadoop baselines' speculative execution may start copies of slow maps in the map
+slots left free (``cluster.speculation``, :mod:`mrsched.simulator.speculation`).
 """
 
 from __future__ import annotations
@@ -38,13 +36,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from mrsched.core.catalog import application
-from mrsched.core.locality import locality
 from mrsched.core.metrics import LOAD_SAMPLE_S
-from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskOutcome
-from mrsched.core.physics import Fault, NodeModel, TaskDemand, isolated_duration
+from mrsched.core.model import ClusterSnapshot, Job, Task
+from mrsched.core.physics import Fault, NodeModel, TaskDemand
 from mrsched.core.policy import Policy, TruePhysics
-from mrsched.policies.slowdown import profile_key
+from mrsched.simulator.attempts import AttemptLifecycle
 from mrsched.simulator.dataflow import DataFlow, build_nodes
 from mrsched.simulator.detection import HealthRecorder
 from mrsched.simulator.metrics import SimulatedMetrics
@@ -52,6 +48,7 @@ from mrsched.simulator.probes import probe_node
 from mrsched.simulator.result import JobRecord, SimulationResult
 from mrsched.simulator.scenario import ClusterSpec, MonitorSpec, PlacementMode
 from mrsched.simulator.sideflows import Running, SideFlows
+from mrsched.simulator.speculation import Speculator
 
 __all__ = ["JobRecord", "Simulation", "SimulationResult"]  # the result types live in result.py
 
@@ -59,7 +56,7 @@ _ARRIVAL, _HEARTBEAT, _PHYSICS, _LOAD_SAMPLE, _SCRAPE, _ROUND = 0, 1, 2, 3, 4, 5
 _ROUND_NODE = ""  # a heartbeat event with this payload is a cluster-wide round (kubernetes mode)
 
 
-class Simulation:
+class Simulation(AttemptLifecycle):
     def __init__(
         self,
         cluster: ClusterSpec,
@@ -121,6 +118,14 @@ class Simulation:
         self._seq = itertools.count()
         self._physics_at: dict[str, float] = {}
         self._running: dict[str, dict[str, Running]] = {n: {} for n in self.nodes}  # node -> task key -> run
+        self._attempt_nodes: dict[str, list[str]] = defaultdict(list)  # task key -> nodes its attempts run on
+        self.speculator = Speculator(
+            cluster.speculation,
+            self.policy.name,
+            self.snapshot,
+            self._attempt_nodes,
+            lambda node, key: self.models[node].progress(self._running[node][key].model_id),
+        )
         self.side = SideFlows(
             self.models,
             self.dataflow,
@@ -250,6 +255,7 @@ class Simulation:
             extra={
                 **({"metrics_trace": self.metrics.thinned_trace()} if self.metrics is not None else {}),
                 **({"detection": self.health.report(self._faults, now)} if self.health is not None else {}),
+                **({"speculation": self.speculator.report()} if self.speculator.enabled else {}),
             },
         )
 
@@ -281,6 +287,9 @@ class Simulation:
             if self.metrics is not None:
                 self.snapshot.metrics[name] = self.metrics.read(name, now)
         self._apply(self.policy.schedule_round(self.snapshot, self._node_order), now)
+        if self.speculator.enabled:
+            for name in self._node_order:
+                self._speculate(name, now)
         for name in self.nodes:
             self._schedule_physics(name)
 
@@ -303,178 +312,4 @@ class Simulation:
         if self.metrics is not None:
             self.snapshot.metrics[node] = self.metrics.read(node, now)
         self._apply(self.policy.schedule_round(self.snapshot, [node]), now)
-
-    def _apply(self, placements: list[Placement], now: float) -> None:
-        for placement in placements:
-            if self.records[placement.task.job_id].finish_s is None:
-                self._start(placement, now)
-            else:  # its job failed while this round's earlier placements started: undo the commit
-                self.snapshot.running[placement.node] = [
-                    a for a in self.snapshot.running[placement.node] if a.task is not placement.task
-                ]
-                placement.task.running = False
-                self.snapshot.touch()
-
-    def _start(self, placement: Placement, now: float) -> None:
-        task, node = placement.task, placement.node
-        job = self.snapshot.job(task.job_id)
-        task.attempts += 1
-        self.started += 1
-        record = self.records[job.id]
-        if record.start_s is None:
-            record.start_s = job.start_s = now
-        attempt = next(a for a in reversed(self.snapshot.running[node]) if a.task is task)
-        level = locality(task, self.nodes[node], self.nodes)
-        if task.kind == "map":
-            self.locality_counts[level] += 1
-        demand = self.demand(task, node)
-        run = Running(attempt, demand, level)
-        self._running[node][task.key] = run
-        if task.kind == "reduce":
-            self._reduce_starts[job.id].append(now)
-            if job.finished_maps < len(job.maps):
-                run.waiting = True  # holds its slot until the map output is complete
-                if self.physics.shuffle_while_maps_run and not self.dataflow.replayed(task):
-                    self.side.start_early_reduce(node, run, job, now)
-                return
-        elif (
-            level in ("rack", "off")
-            and self.physics.remote_reads_load_replica
-            and not self.dataflow.replayed(task)
-        ):
-            source = self.dataflow.replica_for(task, node)
-            if source is not None:  # the replica's disk serves the bytes this map reads over the network
-                self.side.serve_read(source, node, run, now)
-        if self.physics.replica_writes_remote:
-            self.side.write_replicas(node, run, job.app, now)
-        self._launch(node, task, demand, now)
-
-    def _launch(self, node: str, task: Task, demand: TaskDemand, now: float) -> None:
-        model = self.models[node]
-        model.advance(now)
-        if not model.start(f"{task.key}#{task.attempts}", demand, now):
-            self._complete(node, now)  # the OOM killer refused it: handle that (and anything due now) at once
-        self._schedule_physics(node)
-
-    def _complete(self, node: str, now: float) -> None:
-        model = self.models[node]
-        model.advance(now)
-        for outcome in model.pop_finished():
-            if outcome.task_id in self.side.owner:
-                self.side.finished(outcome.task_id, now)
-                continue
-            key = outcome.task_id.split("#")[0]
-            run = self._running[node][key]
-            if run.side and not outcome.oom_killed:  # replicas it reads from or writes to are not done yet
-                run.ended = outcome
-                continue
-            if run.side:
-                self.side.stop(run, now)
-            self._finish(node, key, now, succeeded=not outcome.oom_killed, usage=outcome.usage)
-        self._schedule_physics(node)
-
-    def _finish_held(self, node: str, run: Running, now: float) -> None:
-        """An attempt whose process had ended ends with the last side flow it waited for."""
-        assert run.ended is not None
-        self._finish(node, run.attempt.task.key, now, succeeded=True, usage=run.ended.usage)
-        self._schedule_physics(node)
-
-    def _finish(self, node: str, task_key: str, now: float, *, succeeded: bool, usage: Any = None) -> None:
-        run = self._running[node].pop(task_key)
-        self._wake_round(now)  # kubernetes mode: the pod's end is a watch event that wakes the loop
-        task = run.attempt.task
-        job = self.snapshot.job(task.job_id)
-        self.records[job.id].task_s += now - run.attempt.start_s
-        self.snapshot.running[node].remove(run.attempt)
-        self.snapshot.touch()
-        task.running = False
-        if task.kind == "map":
-            job.running_maps -= 1
-        else:
-            job.running_reduces -= 1
-        self.policy.on_task_finished(
-            TaskOutcome(
-                task,
-                node,
-                run.attempt.start_s,
-                now,
-                succeeded,
-                cpu_s=usage.cpu_s if usage else 0.0,
-                read_bytes=usage.read_bytes if usage else 0,
-                written_bytes=usage.written_bytes if usage else 0,
-                network_bytes=usage.network_bytes if usage else 0,
-                locality=run.level,  # type: ignore[arg-type]
-            )
-        )
-        if not succeeded:
-            self.failed_attempts += 1
-            if task.attempts >= job.max_attempts:
-                task.failed = True
-                self._end_job(job, now, failed=True)
-                return
-            return
-        task.done = True
-        work = isolated_duration(self.noise_free_capabilities[node], run.demand)
-        self.work_done += work
-        if task.kind == "map":
-            self.map_times[job.app][self.nodes[node].node_class].append(now - run.attempt.start_s)
-            if self.health is not None:
-                self.health.on_map(
-                    node, profile_key(job.app, task.input_mb), now - run.attempt.start_s, now, work
-                )
-                if (
-                    self._feedback
-                ):  # the policy sees the verdict (Node.slowdown), as the operator's policies do
-                    slowdown = self.health.monitor.slowdown(node)
-                    if slowdown != self.nodes[node].slowdown:
-                        self.snapshot.replace_node(node, replace(self.nodes[node], slowdown=slowdown))
-            job.finished_maps += 1
-            profile = application(job.app).map
-            job.map_output_mb[node] = job.map_output_mb.get(node, 0.0) + profile.output(task.input_mb)
-            if self.side.waiting.get(job.id):
-                self.side.map_output(job, node, profile.output(task.input_mb), now)
-            if job.finished_maps == len(job.maps):
-                self._last_map_done[job.id] = now
-                self._release_waiting_reduces(job, now)
-        else:
-            job.finished_reduces += 1
-        if job.finished:
-            self._end_job(job, now, failed=False)
-
-    def _release_waiting_reduces(self, job: Job, now: float) -> None:
-        for node, runs in self._running.items():
-            for run in list(runs.values()):
-                if run.waiting and run.attempt.task.job_id == job.id:
-                    run.waiting = False
-                    self.records[job.id].reduce_idle_s += now - run.attempt.start_s
-                    run.demand = self.demand(run.attempt.task, node)  # map outputs are all placed now
-                    run.demand = self.side.remaining(run, run.demand, now)  # shuffleWhileMapsRun
-                    if self.physics.replica_writes_remote:
-                        self.side.write_replicas(node, run, job.app, now)
-                    self._launch(node, run.attempt.task, run.demand, now)
-        self.side.forget(job.id)
-
-    def _end_job(self, job: Job, now: float, *, failed: bool) -> None:
-        if job not in self.active:
-            return
-        record = self.records[job.id]
-        record.finish_s = job.finish_s = now
-        record.failed = failed
-        t_m = self._last_map_done.get(job.id)
-        late = [s - t_m for s in self._reduce_starts.get(job.id, []) if t_m is not None and s > t_m]
-        record.starvation_s = sum(late) / len(late) if late else 0.0
-        if failed:  # stop whatever else of it still runs
-            for node, runs in self._running.items():
-                for key, run in list(runs.items()):
-                    if run.attempt.task.job_id == job.id:
-                        self.side.stop(run, now)
-                        self.models[node].stop(f"{key}#{run.attempt.task.attempts}", now)
-                        runs.pop(key)
-                        self.snapshot.running[node].remove(run.attempt)
-                        self._schedule_physics(node)
-        self.side.forget(job.id)
-        self.active.remove(job)
-        self._active_ids.discard(job.id)
-        self._unfinished -= 1
-        self.snapshot.touch(jobs_changed=True)
-        self.policy.on_job_finished(job, now)
+        self._speculate(node, now)

@@ -59,6 +59,13 @@ DEFAULT_SOURCES: dict[str, str] = {
     "MetricsSpec.rateWindowS": "assumption: two scrapes per rate() window, the fewest rate() can use",
     "MetricsSpec.maxAgeS": "assumption: the operator's --metrics-max-age default (30 s, six missed scrapes)",
     "MonitorSpec.windowS": "paper: seed 002 Fig 6.2 plots per-server throughput per minute; one-minute windows",
+    "StragglerSpec.probability": "assumption: no stragglers beyond the log-normal noise unless a scenario sets them",
+    "StragglerSpec.paretoShape": "assumption: a heavy tail (shape 1.5: finite mean, infinite variance) for a scenario "
+    "that sets a probability and no shape",
+    "StragglerSpec.maxSlowdown": "assumption: a straggler is at most 10x slower (a bound, so one draw cannot stall a "
+    "run)",
+    "SpeculationSpec.lagS": "spec: Hadoop 0.20 TaskInProgress.SPECULATIVE_LAG = 60 s",
+    "SpeculationSpec.gap": "spec: Hadoop 0.20 TaskInProgress.SPECULATIVE_GAP = 0.2",
     "ClusterSpec.mapSlots": "spec: Hadoop 1.2.1 mapred.tasktracker.map.tasks.maximum = 2 (mapred-default.xml)",
     "ClusterSpec.reduceSlots": "spec: Hadoop 1.2.1 mapred.tasktracker.reduce.tasks.maximum = 2 (mapred-default.xml)",
     "ClusterSpec.heartbeatS": "spec: Hadoop 0.20's minimum TaskTracker heartbeat interval, 3 s (MRConstants "
@@ -205,6 +212,30 @@ class PhysicsOptions(_Strict):
         return [field.alias or name for name, field in type(self).model_fields.items() if getattr(self, name)]
 
 
+class StragglerSpec(_Strict):
+    """Heavy-tailed slow attempts beyond the log-normal noise (``NodeCapability.straggler_*``): each attempt is a
+    straggler with ``probability``, slowed by a Pareto(``paretoShape``, scale 1) factor capped at
+    ``maxSlowdown``. Off (probability 0) unless a scenario sets it, with its source."""
+
+    probability: float = Field(0.0, ge=0, le=1)
+    pareto_shape: float = Field(1.5, alias="paretoShape", gt=0)
+    max_slowdown: float = Field(10.0, alias="maxSlowdown", ge=1)
+
+
+class SpeculationSpec(_Strict):
+    """Speculative execution as Hadoop 0.20/1.0's JobTracker does it (``TaskInProgress.hasSpeculativeTask``),
+    for the policies listed: a running map gets a second attempt on another node with a free map slot when it
+    has run ``lagS`` or more and its progress is ``gap`` or more behind its job's average map progress (finished
+    maps count 1, pending 0), and no other attempt of it runs; the first attempt to finish wins and the other
+    is killed. Off unless a scenario turns it on (Hadoop 1 turns it on by default:
+    ``mapred.map.tasks.speculative.execution``)."""
+
+    enabled: bool = False
+    policies: list[str] = Field(default_factory=lambda: ["fifo", "fair", "capacity"])
+    lag_s: float = Field(60.0, alias="lagS", ge=0)
+    gap: float = Field(0.2, ge=0, le=1)
+
+
 class ClusterSpec(_Strict):
     nodes: list[NodeGroup] = Field(min_length=1)
     faults: list[FaultSpec] = Field(default_factory=list)
@@ -218,6 +249,8 @@ class ClusterSpec(_Strict):
     heartbeat_s: float = Field(3.0, alias="heartbeatS", gt=0)  # Hadoop 1's minimum TaskTracker heartbeat
     #: Which of the measured-physics changes of issue 19 the run uses (each off: the committed results' physics).
     physics: PhysicsOptions = Field(default_factory=lambda: PhysicsOptions())
+    stragglers: StragglerSpec = Field(default_factory=lambda: StragglerSpec())
+    speculation: SpeculationSpec = Field(default_factory=lambda: SpeculationSpec())
 
     def slots(self, node_class: str) -> tuple[int, int]:
         """(map, reduce) slots of a node of ``node_class``."""

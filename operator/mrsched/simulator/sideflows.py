@@ -37,6 +37,8 @@ class Running:
     attempt: Attempt
     demand: TaskDemand
     level: str
+    model_id: str = ""  # its name on its NodeModel: "<task key>#<attempt number>"
+    speculative: bool = False  # a second attempt the JobTracker's speculation started (speculation.py)
     waiting: bool = False  # a reduce holding its slot until its job's maps are done
     side: dict[str, tuple[str, float]] = field(default_factory=dict)  # flow -> (its node, its NIC work in MB)
     fetched_mb: float = 0.0  # NIC work its fetches have done
@@ -74,7 +76,7 @@ class SideFlows:
 
     def _start(self, where: str, owner: str, run: Running, what: str, demand: TaskDemand, now: float) -> None:
         task = run.attempt.task
-        flow = f"{task.key}#{task.attempts}~{what}"
+        flow = f"{run.model_id}~{what}"
         self.owner[flow] = (owner, task.key)
         run.side[flow] = (where, demand.network_mb)
         self.models[where].start(
@@ -95,7 +97,7 @@ class SideFlows:
         if copies <= 1:
             return
         share = run.demand.write_mb  # the writer's own copy, already 1/r of the profile's writes
-        targets = self.dataflow.replica_targets(f"{task.key}#{task.attempts}", node, copies - 1)
+        targets = self.dataflow.replica_targets(run.model_id, node, copies - 1)
         for i, target in enumerate(targets):
             self._start(
                 target, node, run, f"replica{i + 1}-nic", TaskDemand(network_mb=share, startup=False), now
