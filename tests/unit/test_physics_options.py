@@ -382,3 +382,37 @@ def test_speculative_attempts_overtake_stragglers_and_the_losers_are_killed(tmp_
 def test_speculation_is_for_the_policies_listed(tmp_path: Path) -> None:
     _, result = _speculation_run(tmp_path, enabled=True, policy="kube-default")
     assert "speculation" not in result.extra
+
+
+def test_twin_attempts_ending_the_same_instant_count_once(tmp_path: Path) -> None:
+    """The original and its speculative copy finish together: the second's outcome belongs to a killed attempt
+    (it used to raise KeyError)."""
+    sc = scenario(
+        tmp_path,
+        {},
+        [{"id": "wc", "app": "wordcount", "maps": 1, "reduces": 0, "inputMBPerMap": 64}],
+        [{"class": "gupta-new", "count": 2, "rack": "r1"}],
+    )
+    cluster = sc.cluster.model_copy(
+        update={"speculation": sc.cluster.speculation.model_copy(update={"enabled": True})}
+    )
+    names = [n.name for n in expand_layout(cluster.nodes)]
+    (job,) = build_jobs(sc, names, 1)
+    sim = noise_free(Simulation(cluster, [job], lambda truth: make_policy("fifo"), seed=1))
+    sim.active.append(job)
+    sim._active_ids.add(job.id)
+    sim.snapshot.touch(jobs_changed=True)
+    (task,) = job.maps
+    for node, speculative in zip(names, (False, True), strict=True):
+        placement = Placement(task, node, Explanation("test", 0.0, "twin"))
+        sim.snapshot.commit(placement)
+        sim._start(placement, 0.0, speculative=speculative)
+    while sim.models[names[0]].running_ids:  # the twins on identical nodes: the same phase boundaries
+        at = sim.models[names[0]].next_event_s()
+        for node in names:
+            sim.models[node].advance(at)
+    at = sim.models[names[1]].now
+    for node in names:
+        sim._complete(node, at)
+    assert task.done and job.finished_maps == 1 and sim.records["wc"].finish_s == at
+    assert not any(sim._running.values()) and not any(sim.snapshot.running.values())

@@ -121,7 +121,9 @@ class AttemptLifecycle:
                 self.side.finished(outcome.task_id, now)
                 continue
             key = outcome.task_id.split("#")[0]
-            run = self._running[node][key]
+            run = self._running[node].get(key)
+            if run is None or run.model_id != outcome.task_id:
+                continue  # an attempt killed the instant it ended too (its speculative twin won first)
             if run.side and not outcome.oom_killed:  # replicas it reads from or writes to are not done yet
                 run.ended = outcome
                 continue
