@@ -218,6 +218,7 @@ class _Running:
     started_s: float
     phase_index: int = 0
     remaining: float = 0.0  # seconds (overhead) or work units of the current phase
+    startup_s: float = 0.0  # its start-up Ω as drawn (noise and straggler factor included)
     usage: TaskUsage = field(default_factory=TaskUsage)
 
     @property
@@ -318,7 +319,7 @@ class NodeModel:
                 cap.straggler_max,
             )
         overhead = self.capability.overhead_s * factor if demand.startup else 0.0
-        task = _Running(task_id, demand.scaled(factor), now, remaining=overhead)
+        task = _Running(task_id, demand.scaled(factor), now, remaining=overhead, startup_s=overhead)
         task.usage.peak_memory_mb = demand.memory_mb
         if (self.memory_used_mb() + demand.memory_mb) > self.capability.oom_ratio * self.capability.memory_mb:
             self._finished.append(TaskOutcome(task_id, now, now, task.usage, oom_killed=True))
@@ -387,7 +388,7 @@ class NodeModel:
         cap = self.capability
         d = task.demand
         alone = (
-            self.capability.overhead_s if d.startup else 0.0,  # Ω was drawn with the noise: close enough here
+            task.startup_s,
             d.network_mb / cap.network_mbps,
             d.wait_s,
             d.cpu_s / (cap.cpu_rate * min(d.threads, cap.cores)),
