@@ -6,6 +6,8 @@
    and Fair in hadoop mode (target: >= 100,000 events/s for FIFO): the event loop's own time, from the first
    event to the last. The lower bound on makespan that ``run_scenario`` adds to every result is computed once
    per scenario and seed, not per policy, and is timed on its own line (its per-node noise draws dominate it).
+   Both again with every ``cluster.physics`` switch on and speculative execution (issue 19's physics,
+   ``measured``), whose side flows and speculation checks cost events and time of their own.
 2. One scheduling round of Fair with 1,000 nodes and 200 running jobs: every node offered once, as the
    operator's loop does (target: < 50 ms).
 """
@@ -23,11 +25,19 @@ from mrsched.core.catalog import expand_layout
 from mrsched.core.model import ClusterSnapshot, Job, Node, Task
 from mrsched.policies import make_policy
 from mrsched.simulator.run import build_simulation, lower_bound
-from mrsched.simulator.scenario import Scenario
+from mrsched.simulator.scenario import PhysicsOptions, Scenario
 from mrsched.simulator.workload import build_jobs
 
 REPO = Path(__file__).resolve().parents[1]
 SWIM_2009 = REPO / "bench" / "data" / "traces" / "swim" / "FB-2009_samples_24_times_1hr_0.tsv"
+
+
+def measured(scenario: Scenario) -> Scenario:
+    """``scenario`` with every physics switch and speculative execution on."""
+    cluster = scenario.cluster
+    speculation = cluster.speculation.model_copy(update={"enabled": True})
+    changes = {"physics": PhysicsOptions.measured(), "speculation": speculation}
+    return scenario.model_copy(update={"cluster": cluster.model_copy(update=changes)})
 
 
 def swim_day(max_jobs: int | None = None) -> Scenario:
@@ -63,8 +73,10 @@ def events_per_second(max_jobs: int | None, profile: int = 0) -> None:
     started = time.perf_counter()
     jobs = build_jobs(scenario, nodes, 1)
     print(f"trace read and {len(jobs):,} jobs built in {time.perf_counter() - started:.1f} s")
-    for policy in ("fifo", "fair"):
-        sim = build_simulation(scenario, policy, 1, build_jobs(scenario, nodes, 1), mode="hadoop")
+    runs = [(policy, physics) for physics in ("off", "measured") for policy in ("fifo", "fair")]
+    for policy, physics in runs:
+        variant = measured(scenario) if physics == "measured" else scenario
+        sim = build_simulation(variant, policy, 1, build_jobs(variant, nodes, 1), mode="hadoop")
         profiler = cProfile.Profile() if profile else None
         started = time.perf_counter()
         if profiler is not None:
@@ -75,11 +87,13 @@ def events_per_second(max_jobs: int | None, profile: int = 0) -> None:
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(profile)
         print(
-            f"{policy:5s}: {result.events:,} events in {elapsed:.1f} s = {result.events / elapsed:,.0f} events/s "
+            f"{policy:5s} (physics {physics:8s}): {result.events:,} events in {elapsed:.1f} s = "
+            f"{result.events / elapsed:,.0f} events/s "
             f"({len(result.jobs)} jobs, {result.tasks_started:,} tasks, makespan {result.makespan_s:,.0f} s)"
         )
     started = time.perf_counter()
     # The jobs built first are untouched by any run; of the simulation the bound reads only the cluster.
+    sim = build_simulation(scenario, "fifo", 1, jobs, mode="hadoop")
     bound = lower_bound(sim, jobs)
     print(
         f"lower bound (once per scenario and seed): {time.perf_counter() - started:.1f} s "

@@ -406,7 +406,10 @@ def test_twin_attempts_ending_the_same_instant_count_once(tmp_path: Path) -> Non
     for node, speculative in zip(names, (False, True), strict=True):
         placement = Placement(task, node, Explanation("test", 0.0, "twin"))
         sim.snapshot.commit(placement)
+        if speculative:
+            job.running_maps -= 1  # as Simulation._speculate does: the task is counted running once
         sim._start(placement, 0.0, speculative=speculative)
+    assert job.running_maps == 1 and len(sim._attempt_nodes[task.key]) == 2
     while sim.models[names[0]].running_ids:  # the twins on identical nodes: the same phase boundaries
         at = sim.models[names[0]].next_event_s()
         for node in names:
@@ -414,5 +417,28 @@ def test_twin_attempts_ending_the_same_instant_count_once(tmp_path: Path) -> Non
     at = sim.models[names[1]].now
     for node in names:
         sim._complete(node, at)
-    assert task.done and job.finished_maps == 1 and sim.records["wc"].finish_s == at
+    assert task.done and job.finished_maps == 1 and job.running_maps == 0 and sim.records["wc"].finish_s == at
     assert not any(sim._running.values()) and not any(sim.snapshot.running.values())
+
+
+def test_results_and_reports_say_which_physics_they_ran_with(tmp_path: Path) -> None:
+    from mrsched.simulator.report import markdown
+    from mrsched.simulator.run import run_scenario
+
+    jobs = [{"id": "wc", "app": "wordcount", "maps": 4, "reduces": 1}]
+    nodes = [{"class": "gupta-new", "count": 2, "rack": "r1"}]
+    committed, _ = run_scenario(scenario(tmp_path, {}, jobs, nodes), policies=["fifo"], seeds=[1])
+    assert "physics" not in committed and "speculation" not in committed
+    assert "Physics:" not in markdown(committed)
+    on = scenario(tmp_path, {"overheadUsesCpu": True, "shuffleWhileMapsRun": True}, jobs, nodes)
+    on = on.model_copy(
+        update={
+            "cluster": on.cluster.model_copy(
+                update={"speculation": on.cluster.speculation.model_copy(update={"enabled": True})}
+            )
+        }
+    )
+    summary, _ = run_scenario(on, policies=["fifo"], seeds=[1])
+    assert summary["physics"] == ["overheadUsesCpu", "shuffleWhileMapsRun"]
+    assert summary["speculation"] == ["fifo", "fair", "capacity"]
+    assert "Physics: physics switches on: `overheadUsesCpu`, `shuffleWhileMapsRun`" in markdown(summary)

@@ -331,6 +331,18 @@ class NodeModel:
             self._invalidate()
         return True
 
+    def add_network(self, task_id: str, mb: float, now: float) -> bool:
+        """Give a running task still in its network phase ``mb`` more to transfer (a shuffle copying one more
+        map's output); False when it is not running or past that phase."""
+        self.advance(now)
+        task = self._running.get(task_id)
+        if task is None or task.phase_index != _NETWORK:
+            return False
+        task.remaining += mb
+        task.demand = replace(task.demand, network_mb=task.demand.network_mb + mb)
+        self._next = None  # the sharing is the same (rates do not depend on what is left), the end moves
+        return True
+
     def stop(self, task_id: str, now: float) -> TaskUsage | None:
         """Kill a running task at ``now``; returns what it had consumed, or None if it was not running."""
         self.advance(now)

@@ -87,6 +87,7 @@ class AttemptLifecycle:
         run = Running(attempt, demand, level, f"{task.key}#{task.attempts}", speculative)
         self._running[node][task.key] = run
         self._attempt_nodes[task.key].append(node)
+        self.speculator.started(task, node, now)
         if task.kind == "reduce":
             self._reduce_starts[job.id].append(now)
             if job.finished_maps < len(job.maps):
@@ -148,11 +149,16 @@ class AttemptLifecycle:
         self.snapshot.touch()
         others = self._attempt_nodes[task.key]
         others.remove(node)
-        task.running = bool(others)  # a speculative attempt of it still runs
-        if task.kind == "map":
-            job.running_maps -= 1
-        else:
-            job.running_reduces -= 1
+        self.speculator.ended(task, node)
+        if succeeded:
+            for other in list(others):  # the JobTracker kills the attempts that lost
+                self._kill(other, task.key, now)
+        task.running = bool(others)  # another attempt of it (a speculative copy) still runs
+        if not task.running:  # a job counts a running task once, however many attempts it has
+            if task.kind == "map":
+                job.running_maps -= 1
+            else:
+                job.running_reduces -= 1
         self.policy.on_task_finished(
             TaskOutcome(
                 task,
@@ -178,8 +184,6 @@ class AttemptLifecycle:
         task.done = True
         if run.speculative:
             self.speculator.won += 1
-        for other in list(others):  # the JobTracker kills the attempts that lost
-            self._kill(other, task.key, now)
         work = isolated_duration(self.noise_free_capabilities[node], run.demand)
         self.work_done += work
         if task.kind == "map":
@@ -240,6 +244,7 @@ class AttemptLifecycle:
                         self.snapshot.running[node].remove(run.attempt)
                         self._schedule_physics(node)
         self.side.forget(job.id)
+        self.speculator.forget(job.id)
         self.active.remove(job)
         self._active_ids.discard(job.id)
         self._unfinished -= 1
@@ -253,6 +258,7 @@ class AttemptLifecycle:
                 task, node, Explanation("speculation", 0.0, "a second attempt of a slow map")
             )
             self.snapshot.commit(placement)
+            self.snapshot.job(task.job_id).running_maps -= 1  # the task was counted running already
             self._start(placement, now, speculative=True)
 
     def _kill(self, node: str, key: str, now: float) -> None:
@@ -263,7 +269,7 @@ class AttemptLifecycle:
         self.models[node].stop(run.model_id, now)
         self.snapshot.running[node].remove(run.attempt)
         self._attempt_nodes[key].remove(node)
-        self.snapshot.job(run.attempt.task.job_id).running_maps -= 1
+        self.speculator.ended(run.attempt.task, node)
         self.records[run.attempt.task.job_id].task_s += now - run.attempt.start_s
         self.snapshot.touch()
         self._schedule_physics(node)

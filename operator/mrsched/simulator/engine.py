@@ -123,7 +123,6 @@ class Simulation(AttemptLifecycle):
             cluster.speculation,
             self.policy.name,
             self.snapshot,
-            self._attempt_nodes,
             lambda node, key: self.models[node].progress(self._running[node][key].model_id),
         )
         self.side = SideFlows(

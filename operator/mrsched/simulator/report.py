@@ -29,6 +29,18 @@ def _ratio(value: float, reference: float | None) -> str:
     return f"{value / reference:.2f}" if reference else "-"
 
 
+def _physics(summary: dict[str, Any]) -> list[str]:
+    """What the run's physics was, when not the committed results' (every ``cluster.physics`` switch off)."""
+    parts = []
+    if summary.get("physics"):
+        parts.append("physics switches on: " + ", ".join(f"`{name}`" for name in summary["physics"]))
+    if summary.get("stragglers"):
+        parts.append(f"stragglers {summary['stragglers']}")
+    if summary.get("speculation"):
+        parts.append("speculative execution for " + ", ".join(summary["speculation"]))
+    return [f"Physics: {'; '.join(parts)} (docs/simulator.md).", ""] if parts else []
+
+
 def markdown(summary: dict[str, Any]) -> str:
     policies: dict[str, dict[str, Any]] = summary["policies"]
     bound = summary["lower_bound"]["makespan_s"]
@@ -43,6 +55,7 @@ def markdown(summary: dict[str, Any]) -> str:
         *_target_fitted(summary),
         f"Placement mode: **{mode}**, the same for every policy below ({_MODES[mode]}).",
         "",
+        *_physics(summary),
         f"Seeds: {', '.join(str(s) for s in summary['seeds'])}. Times in seconds, means over seeds. Ratios are "
         "this policy's value over the reference's (lower is better).",
         "",

@@ -298,6 +298,18 @@ def build_simulation(
     )
 
 
+def _physics_label(scenario: Scenario) -> dict[str, Any]:
+    cluster = scenario.cluster
+    label: dict[str, Any] = {}
+    if cluster.physics.enabled():
+        label["physics"] = cluster.physics.enabled()
+    if cluster.stragglers.probability > 0:
+        label["stragglers"] = cluster.stragglers.model_dump(by_alias=True)
+    if cluster.speculation.enabled:
+        label["speculation"] = cluster.speculation.policies
+    return label
+
+
 def run_scenario(
     scenario: Scenario,
     policies: list[str] | None = None,
@@ -325,6 +337,8 @@ def run_scenario(
         # The target-fitted constants its results rest on (mrsched.simulator.fitted): never reported as met.
         "targetFitted": target_fitted_constants(scenario),
         "mode": mode,
+        # The physics switches and Hadoop options it ran with, when any is on (absent: the committed physics).
+        **_physics_label(scenario),
         "seeds": seeds,
         "policies": {},
     }

@@ -44,6 +44,7 @@ class Running:
     fetched_mb: float = 0.0  # NIC work its fetches have done
     queued_mb: float = 0.0  # fetches held back until its start-up ends
     started_up: bool = False
+    fetching: str = ""  # its fetch flow now running, if any
     #: Its process ended while side flows it waits for (a replica's read or write) still ran: what ended.
     ended: TaskOutcome | None = None
 
@@ -120,9 +121,20 @@ class SideFlows:
         self._start(node, node, run, "start", TaskDemand(), now)
 
     def _fetch(self, node: str, run: Running, mb: float, now: float) -> None:
-        if mb > 0:
-            fetch = TaskDemand(network_mb=mb, startup=False)
-            self._start(node, node, run, f"fetch{next(self.ids)}", fetch, now)
+        """Copy ``mb`` more: added to the fetch still running, if any (one flow per reduce at a time, as its
+        copier threads share its NIC), else a new fetch flow."""
+        if mb <= 0:
+            return
+        current = run.fetching
+        if current in run.side and self.models[node].add_network(current, mb, now):
+            where, issued = run.side[current]
+            run.side[current] = (where, issued + mb)
+            self.reschedule(node)
+            return
+        run.fetching = f"{run.model_id}~fetch{next(self.ids)}"
+        self._start(
+            node, node, run, run.fetching.split("~")[-1], TaskDemand(network_mb=mb, startup=False), now
+        )
 
     def map_output(self, job: Job, source: str, output_mb: float, now: float) -> None:
         """A map of ``job`` ended on ``source``: each early reduce that is up fetches its partition of it."""

@@ -17,65 +17,83 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mrsched.core.model import ClusterSnapshot, Job, Task
+from mrsched.core.model import ClusterSnapshot, Task
 from mrsched.simulator.scenario import SpeculationSpec
 
 
 class Speculator:
-    """Which maps to give a speculative attempt on a node (module docstring)."""
+    """Which maps to give a speculative attempt on a node (module docstring). The engine reports each map
+    attempt's start and end (:meth:`started`, :meth:`ended`), so an offer looks only at running maps."""
 
     def __init__(
         self,
         spec: SpeculationSpec,
         policy: str,
         snapshot: ClusterSnapshot,
-        attempt_nodes: dict[str, list[str]],
         progress: Callable[[str, str], float],
     ) -> None:
         self.spec = spec
         self.enabled = spec.enabled and policy.split(":")[0] in spec.policies
         self.snapshot = snapshot
-        self.attempt_nodes = attempt_nodes  # task key -> the nodes its running attempts are on
         self.progress = progress  # (node, task key) -> that attempt's progress
+        #: job -> running map -> (task, [(node, start time)] of its attempts)
+        self.running: dict[str, dict[str, tuple[Task, list[tuple[str, float]]]]] = {}
         self.failed_on: dict[str, set[str]] = {}  # task key -> nodes an attempt of it failed on
-        self.started = 0
+        self.started_count = 0
         self.won = 0
 
-    def _job_progress(self, job: Job) -> float:
-        """JobInProgress's average map progress: finished maps 1, running ones their best attempt, pending 0."""
-        running = sum(
-            max(self.progress(node, task.key) for node in self.attempt_nodes[task.key])
-            for task in job.maps
-            if task.running and not task.done and self.attempt_nodes.get(task.key)
-        )
-        return (job.finished_maps + running) / len(job.maps)
+    def started(self, task: Task, node: str, now: float) -> None:
+        if self.enabled and task.kind == "map":
+            entry = self.running.setdefault(task.job_id, {}).setdefault(task.key, (task, []))
+            entry[1].append((node, now))
+
+    def ended(self, task: Task, node: str) -> None:
+        runs = self.running.get(task.job_id)
+        if runs is None or task.key not in runs:
+            return
+        attempts = runs[task.key][1]
+        attempts[:] = [(n, at) for n, at in attempts if n != node]
+        if not attempts:
+            del runs[task.key]
+
+    def forget(self, job_id: str) -> None:
+        self.running.pop(job_id, None)
 
     def offer(self, node: str, now: float) -> list[Task]:
         """The maps to start a speculative attempt of on ``node`` now, one per free map slot."""
-        if not self.enabled:
+        if not self.enabled or not self.running:
             return []
         snapshot = self.snapshot
         free = snapshot.nodes[node].map_slots - sum(1 for a in snapshot.running[node] if a.task.kind == "map")
         chosen: list[Task] = []
         for job in snapshot.jobs:
-            if free <= len(chosen):
-                break
-            if not job.maps or job.running_maps == 0 or any(t.pending for t in job.maps):
+            runs = self.running.get(job.id)
+            if free <= len(chosen) or not runs:
+                continue
+            if job.finished_maps + len(runs) < len(job.maps):
                 continue  # a job offers speculative maps only once every map has started
-            average = self._job_progress(job)
-            for task in job.maps:
+            # Cheap tests first; the job's average progress only when some map passes them.
+            candidates = [
+                (task, attempts[0][0])
+                for task, attempts in runs.values()
+                if len(attempts) == 1
+                and attempts[0][0] != node
+                and now - attempts[0][1] >= self.spec.lag_s
+                and node not in self.failed_on.get(task.key, ())
+            ]
+            if not candidates:
+                continue
+            total = sum(
+                max(self.progress(n, key) for n, _ in attempts) for key, (_, attempts) in runs.items()
+            )
+            average = (job.finished_maps + total) / len(job.maps)
+            for task, where in candidates:
                 if free <= len(chosen):
                     break
-                nodes = self.attempt_nodes.get(task.key, [])
-                if task.done or len(nodes) != 1 or node in nodes or node in self.failed_on.get(task.key, ()):
-                    continue
-                attempt = next(a for a in snapshot.running[nodes[0]] if a.task is task)
-                if now - attempt.start_s < self.spec.lag_s:
-                    continue
-                if average - self.progress(nodes[0], task.key) >= self.spec.gap:
+                if average - self.progress(where, task.key) >= self.spec.gap:
                     chosen.append(task)
-        self.started += len(chosen)
+        self.started_count += len(chosen)
         return chosen
 
     def report(self) -> dict[str, int]:
-        return {"speculative_attempts": self.started, "speculative_wins": self.won}
+        return {"speculative_attempts": self.started_count, "speculative_wins": self.won}
