@@ -360,3 +360,15 @@ def test_a_replayed_container_skips_the_nodes_startup() -> None:
     assert run_alone(CAP, demand) == pytest.approx(5.0) == pytest.approx(isolated_duration(CAP, demand))
     assert predicted_duration(CAP, demand, 0) == pytest.approx(5.0)
     assert run_alone(CAP, TaskDemand(startup=False)) == 0.0
+
+
+def test_a_transfer_given_more_bytes_ends_that_much_later() -> None:
+    cap = replace(CAP, overhead_s=0.0)
+    model = NodeModel("n", cap)
+    model.start("fetch", TaskDemand(network_mb=125.0, startup=False), 0.0)  # 1 s at 125 MB/s
+    assert model.next_event_s() == pytest.approx(1.0)
+    assert model.add_network("fetch", 250.0, 0.5)  # half done, then 2 s more to move
+    assert run_all(model)["fetch"] == pytest.approx(3.0)
+    model.start("cpu", TaskDemand(cpu_s=2.0), 5.0)
+    assert not model.add_network("cpu", 10.0, 5.0)  # not in its network phase
+    assert not model.add_network("gone", 10.0, 5.0)

@@ -1,8 +1,9 @@
 """Work a task attempt causes beside its own process, run on the NodeModels as tasks of their own (issue 19):
 
 * with ``cluster.physics.shuffleWhileMapsRun``, a reduce placed before its job's maps are done starts up at
-  once (its start-up Ω a side flow on its node) and then copies each map's output as the map ends (one fetch
-  flow per map output, on its NIC), as Hadoop's ReduceTask copy phase does from slow-start on; when the last
+  once (its start-up Ω a side flow on its node) and then copies each map's output as the map ends (a fetch
+  flow on its NIC, which each newly finished map's share extends while it runs), as Hadoop's ReduceTask copy
+  phase does from slow-start on; when the last
   map ends, :meth:`SideFlows.remaining` says what is left for the reduce's own process: its start-up only if it
   had not ended, and the NIC work no fetch did;
 * with ``remoteReadsLoadReplica``, a map reading its split over the network has the replica's disk read it
