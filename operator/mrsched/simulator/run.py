@@ -64,9 +64,8 @@ def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
                 if sim.dataflow.replayed(task)
                 else replace(local, read_mb=max(0.0, local.read_mb - task.input_mb), network_mb=task.input_mb)
             )
-            copies = sim.dataflow.write_copies(
-                job.app, task
-            )  # replicaWritesRemote: other nodes write the rest
+            # replicaWritesRemote: a task's time counts its own copy of the writes; other nodes write the rest.
+            copies = sim.dataflow.write_copies(job.app, task)
             own, own_remote = (
                 (
                     replace(local, write_mb=local.write_mb / copies),

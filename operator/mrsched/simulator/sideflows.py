@@ -81,9 +81,8 @@ class SideFlows:
         flow = f"{run.model_id}~{what}"
         self.owner[flow] = (owner, task.key)
         run.side[flow] = (where, demand.network_mb)
-        self.models[where].start(
-            flow, demand, now, noisy=what == "start"
-        )  # transfers move exactly their bytes
+        # A start-up draws its noise like any process's; transfers move exactly their bytes.
+        self.models[where].start(flow, demand, now, noisy=what == "start")
         self.complete(where, now)
 
     def serve_read(self, source: str, node: str, run: Running, now: float) -> None:
