@@ -63,12 +63,13 @@ class Speculator:
         """The maps to start a speculative attempt of on ``node`` now, one per free map slot."""
         if not self.enabled or not self.running:
             return []
-        snapshot = self.snapshot
-        free = snapshot.nodes[node].map_slots - sum(1 for a in snapshot.running[node] if a.task.kind == "map")
+        free = self.snapshot.free_slots(node, "map")
         chosen: list[Task] = []
-        for job in snapshot.jobs:
+        for job in self.snapshot.jobs:
+            if free <= len(chosen):
+                break
             runs = self.running.get(job.id)
-            if free <= len(chosen) or not runs:
+            if not runs:
                 continue
             if job.finished_maps + len(runs) < len(job.maps):
                 continue  # a job offers speculative maps only once every map has started
