@@ -230,15 +230,18 @@ class ClusterSnapshot:
         return self.nodes[node].slots(kind) - self.running_on(node, kind)
 
     def commit(self, placement: Placement) -> None:
-        """Record a placement as made, so that the rest of the round sees the task running on its node."""
+        """Record a placement as made, so that the rest of the round sees the task running on its node. A job
+        counts a running task once, however many attempts of it run (a speculative copy adds an attempt only)."""
         task = placement.task
+        newly_running = not task.running
         task.running = True
         self.version += 1
-        job = self.job(task.job_id)
-        if task.kind == "map":
-            job.running_maps += 1
-        else:
-            job.running_reduces += 1
+        if newly_running:
+            job = self.job(task.job_id)
+            if task.kind == "map":
+                job.running_maps += 1
+            else:
+                job.running_reduces += 1
         self.running.setdefault(placement.node, []).append(
             Attempt(task, task.attempts, placement.node, self.now)
         )

@@ -258,7 +258,6 @@ class AttemptLifecycle:
                 task, node, Explanation("speculation", 0.0, "a second attempt of a slow map")
             )
             self.snapshot.commit(placement)
-            self.snapshot.job(task.job_id).running_maps -= 1  # the task was counted running already
             self._start(placement, now, speculative=True)
 
     def _kill(self, node: str, key: str, now: float) -> None:
