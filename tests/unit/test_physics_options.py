@@ -11,13 +11,15 @@ import pytest
 import yaml
 
 from mrsched.core.catalog import expand_layout
-from mrsched.core.model import ClusterSnapshot, Explanation, Node, Placement, Task
+from mrsched.core.model import Attempt, ClusterSnapshot, Explanation, Node, Placement, Task
+from mrsched.core.physics import TaskDemand
 from mrsched.core.policy import Policy
 from mrsched.policies import make_policy
 from mrsched.simulator.dataflow import DataFlow, base_demand
 from mrsched.simulator.engine import Simulation
 from mrsched.simulator.run import lower_bound
 from mrsched.simulator.scenario import PhysicsOptions, Scenario, load_scenario
+from mrsched.simulator.sideflows import Running
 from mrsched.simulator.workload import build_jobs
 
 
@@ -143,6 +145,43 @@ def test_with_the_shuffle_overlapping_slow_start_matters_as_in_hadoop(tmp_path: 
     late_off, _ = _shuffle_run(tmp_path, overlap=False, slowstart=1.0)
     # Without it an early reduce only holds a slot: no gain beyond the heartbeat a late one waits to be placed.
     assert abs(early_off - late_off) <= 3.0
+
+
+def test_an_early_reduce_learns_of_finished_maps_at_its_nodes_heartbeats(tmp_path: Path) -> None:
+    """Hadoop 1's TaskTracker asks the JobTracker for map completion events once per heartbeat interval: an early
+    reduce copies the maps that ended since, in one fetch, not one transfer per map the instant it ends."""
+    sc = scenario(
+        tmp_path,
+        {"shuffleWhileMapsRun": True},
+        [{"id": "s", "app": "sort", "maps": 48, "reduces": 1, "inputMBPerMap": 64, "reduceSlowstart": 0.05}],
+        [{"class": "gupta-old", "count": 2, "rack": "r1"}, {"class": "gupta-old", "count": 2, "rack": "r2"}],
+    )
+    jobs = build_jobs(sc, [n.name for n in expand_layout(sc.cluster.nodes)], 1)
+    sim = noise_free(Simulation(sc.cluster, jobs, lambda truth: make_policy("fifo"), seed=1))
+    beats: dict[str, set[float]] = {n: set() for n in sim.nodes}
+    fetches: list[tuple[str, float]] = []
+    started_up: dict[str, float] = {}
+    heartbeat, fetch, finished = sim._heartbeat, sim.side._fetch, sim.side.finished
+
+    def on_heartbeat(node: str, now: float) -> None:
+        beats[node].add(now)
+        heartbeat(node, now)
+
+    def on_fetch(node: str, run: Any, mb: float, now: float) -> None:
+        fetches.append((node, now))
+        fetch(node, run, mb, now)
+
+    def on_finished(flow: str, now: float) -> None:
+        if flow.endswith("~start"):
+            started_up[sim.side.owner[flow][0]] = now
+        finished(flow, now)
+
+    sim._heartbeat, sim.side._fetch, sim.side.finished = on_heartbeat, on_fetch, on_finished  # type: ignore[method-assign]
+    result = sim.run()
+    assert result.jobs[0].finish_s is not None
+    assert fetches, "the reduce placed early fetched nothing while the maps ran"
+    assert all(now in beats[node] or now == started_up.get(node) for node, now in fetches)
+    assert len(fetches) < 48  # several maps' outputs learnt of together
 
 
 def test_a_job_failing_while_its_reduce_fetches_stops_the_fetches(tmp_path: Path) -> None:
@@ -417,6 +456,41 @@ def test_twin_attempts_ending_the_same_instant_count_once(tmp_path: Path) -> Non
         sim._complete(node, at)
     assert task.done and job.finished_maps == 1 and job.running_maps == 0 and sim.records["wc"].finish_s == at
     assert not any(sim._running.values()) and not any(sim.snapshot.running.values())
+
+
+_ONE_MAP = [{"id": "j", "app": "wordcount", "maps": 1, "reduces": 0, "inputMBPerMap": 64}]  # never run here
+
+
+def test_a_task_ended_by_an_advance_at_its_end_is_collected_then_not_at_the_nodes_next_end(
+    tmp_path: Path,
+) -> None:
+    """A utilisation sample (or any advance) landing on the instant a task ends must not push the node's next
+    event past it: the ended task's outcome would wait for the next phase end on that node."""
+    sc = scenario(tmp_path, {}, _ONE_MAP, [{"class": "gupta-new", "count": 1, "rack": "r1"}])
+    sim = Simulation(sc.cluster, [], lambda truth: make_policy("fifo"), seed=1)
+    (node,) = sim.nodes
+    model = sim.models[node]
+    model.start("short", TaskDemand(cpu_s=10.0, startup=False), 0.0, noisy=False)
+    model.start("long", TaskDemand(cpu_s=100.0, startup=False), 0.0, noisy=False)
+    sim._schedule_physics(node)
+    end = sim._physics_at[node]
+    model.advance(end)
+    sim._schedule_physics(node)
+    assert sim._physics_at[node] == end
+
+
+def test_speculation_reads_each_attempts_progress_as_of_now(tmp_path: Path) -> None:
+    """An attempt on a node no event has advanced since it started still progresses: its progress is read at the
+    snapshot's time, not at the node's last advance."""
+    sc = scenario(tmp_path, {}, _ONE_MAP, [{"class": "gupta-new", "count": 1, "rack": "r1"}])
+    sim = Simulation(sc.cluster, [], lambda truth: make_policy("fifo"), seed=1)
+    (node,) = sim.nodes
+    task = Task("j", "map", 0, 64.0)
+    demand = TaskDemand(cpu_s=100.0 * sim.models[node].capability.cpu_rate, startup=False)  # 100 s here
+    sim._running[node][task.key] = Running(Attempt(task, 1, node, 0.0), demand, "node", "j-m0#1")
+    sim.models[node].start("j-m0#1", demand, 0.0, noisy=False)
+    sim.snapshot.now = 50.0
+    assert 0.3 < sim._progress(node, task.key) < 0.7
 
 
 def test_results_and_reports_say_which_physics_they_ran_with(tmp_path: Path) -> None:

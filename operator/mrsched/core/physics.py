@@ -122,13 +122,16 @@ class TaskDemand:
 
     def scaled(self, factor: float) -> TaskDemand:
         """The same task with its work (not its memory) multiplied by ``factor``."""
-        return replace(
-            self,
-            cpu_s=self.cpu_s * factor,
-            read_mb=self.read_mb * factor,
-            write_mb=self.write_mb * factor,
-            network_mb=self.network_mb * factor,
-            wait_s=self.wait_s * factor,
+        # The constructor, not dataclasses.replace: this runs for every task started (replace inspects fields).
+        return TaskDemand(
+            self.cpu_s * factor,
+            self.read_mb * factor,
+            self.write_mb * factor,
+            self.network_mb * factor,
+            self.memory_mb,
+            self.wait_s * factor,
+            self.threads,
+            self.startup,
         )
 
 
@@ -218,8 +221,12 @@ class _Running:
     started_s: float
     phase_index: int = 0
     remaining: float = 0.0  # seconds (overhead) or work units of the current phase
+    work: float = 0.0  # the current phase's whole work (the tolerance an integration step snaps within)
     startup_s: float = 0.0  # its start-up Ω as drawn (noise and straggler factor included)
     usage: TaskUsage = field(default_factory=TaskUsage)
+    #: NIC work added while it ran (NodeModel.add_network), beside the demand's own: kept apart so that a
+    #: shuffle's every extension does not rebuild its frozen demand.
+    added_network_mb: float = 0.0
 
     @property
     def phase(self) -> Phase:
@@ -319,7 +326,9 @@ class NodeModel:
                 cap.straggler_max,
             )
         overhead = self.capability.overhead_s * factor if demand.startup else 0.0
-        task = _Running(task_id, demand.scaled(factor), now, remaining=overhead, startup_s=overhead)
+        task = _Running(
+            task_id, demand.scaled(factor), now, remaining=overhead, work=overhead, startup_s=overhead
+        )
         task.usage.peak_memory_mb = demand.memory_mb
         if (self.memory_used_mb() + demand.memory_mb) > self.capability.oom_ratio * self.capability.memory_mb:
             self._finished.append(TaskOutcome(task_id, now, now, task.usage, oom_killed=True))
@@ -334,12 +343,16 @@ class NodeModel:
     def add_network(self, task_id: str, mb: float, now: float) -> bool:
         """Give a running task still in its network phase ``mb`` more to transfer (a shuffle copying one more
         map's output); False when it is not running or past that phase."""
-        self.advance(now)
+        if self.next_event_s() <= now + _EPS:
+            self.advance(now)
+        # Else nothing changes phase before ``now``: the sharing up to then is the same whether the work is added
+        # now or at the node's last advance, so the node need not be integrated for it (a shuffle's every map).
         task = self._running.get(task_id)
         if task is None or task.phase_index != _NETWORK:
             return False
         task.remaining += mb
-        task.demand = replace(task.demand, network_mb=task.demand.network_mb + mb)
+        task.work += mb
+        task.added_network_mb += mb
         self._next = None  # the sharing is the same (rates do not depend on what is left), the end moves
         return True
 
@@ -401,7 +414,7 @@ class NodeModel:
         d = task.demand
         alone = (
             task.startup_s,
-            d.network_mb / cap.network_mbps,
+            (d.network_mb + task.added_network_mb) / cap.network_mbps,
             d.wait_s,
             d.cpu_s / (cap.cpu_rate * min(d.threads, cap.cores)),
             d.disk_s / cap.disk_rate,
@@ -410,10 +423,22 @@ class NodeModel:
         if total <= 0:
             return 0.0
         phase = task.phase_index
-        work = self._phase_work(task) if phase != _OVERHEAD else alone[_OVERHEAD]
+        work = task.work
         left = task.remaining / work if work > 0 else 0.0
         done = sum(alone[:phase]) + alone[phase] * (1.0 - min(1.0, left))
         return max(0.0, min(1.0, done / total))
+
+    def cpu_busy_at(self, now: float) -> float:
+        """Core-seconds busy up to ``now``, without integrating the node there when no phase ends before it
+        (a sampler reading every node often): the busy cores are constant until the next event."""
+        if now > self.next_event_s():
+            self.advance(now)
+        return self.counters.cpu_busy_s + self._rates().busy_cores * max(0.0, now - self.now)
+
+    @property
+    def has_finished(self) -> bool:
+        """Whether outcomes wait for :meth:`pop_finished` (an advance ended a task the caller has not seen)."""
+        return bool(self._finished)
 
     def pop_finished(self) -> list[TaskOutcome]:
         done, self._finished = self._finished, []
@@ -514,33 +539,35 @@ class NodeModel:
 
     def _integrate(self, dt: float) -> None:
         rates = self._rates()
+        per_task = rates.per_task
         streams = rates.disk_streams
         cores = self.effective_cores()
         self.counters.cpu_busy_s += rates.busy_cores * dt
         if streams:
             self.counters.cpu_iowait_s += (cores - rates.busy_cores) * dt * min(1.0, streams / cores)
+        held = rates.cpu_share * dt  # core-seconds each CPU consumer holds over the step
+        overhead_on_cpu = self.capability.overhead_uses_cpu
         for task in self._running.values():
-            done = rates.per_task[task.task_id] * dt
+            remaining = task.remaining
+            done = per_task[task.task_id] * dt
             # Snap float residue so that a phase ends exactly at the event time computed for it.
-            if task.remaining - done <= _EPS * max(1.0, self._phase_work(task)):
-                done = task.remaining
-            task.remaining -= done
-            phase = task.phase
-            if phase is Phase.OVERHEAD:
-                if self.capability.overhead_uses_cpu:
-                    task.usage.cpu_s += rates.cpu_share * dt
-                else:
-                    task.usage.cpu_s += OVERHEAD_CPU_SHARE * done
-            elif phase is Phase.CPU:
+            work = task.work
+            if remaining - done <= _EPS * (work if work > 1.0 else 1.0):
+                done = remaining
+            task.remaining = remaining - done
+            phase = task.phase_index
+            if phase == _CPU:
                 # Time held on a core: contention makes a task hold it longer for the same work, as a real
                 # task's rusage shows; each thread holds its own share.
-                task.usage.cpu_s += rates.cpu_share * dt * task.demand.threads
-            elif phase is Phase.DISK:
+                task.usage.cpu_s += held * task.demand.threads
+            elif phase == _DISK:
                 self._account_disk(task, done)
-            elif phase is Phase.NETWORK:
+            elif phase == _NETWORK:
                 nbytes = done * 1e6
                 task.usage.network_bytes += int(nbytes)
                 self.counters.network_receive_bytes += nbytes
+            elif phase == _OVERHEAD:
+                task.usage.cpu_s += held if overhead_on_cpu else OVERHEAD_CPU_SHARE * done
         if self.disk_hog_streams():
             hog_rate = self.capability.disk_rate * REFERENCE_DISK_MBPS * 1e6
             hog_share = self.disk_hog_streams() / max(streams, _EPS)
@@ -560,14 +587,14 @@ class NodeModel:
     def _phase_work(self, task: _Running) -> float:
         phase = task.phase
         if phase is Phase.NETWORK:
-            return task.demand.network_mb
+            return task.demand.network_mb + task.added_network_mb
         if phase is Phase.WAIT:
             return task.demand.wait_s
         if phase is Phase.CPU:
             return task.demand.cpu_s
         if phase is Phase.DISK:
             return task.demand.disk_s
-        return task.remaining
+        return task.startup_s
 
     def _skip_empty_phases(self, task: _Running) -> bool:
         """Move ``task`` past phases with no work; True when it has none left."""
@@ -575,7 +602,7 @@ class NodeModel:
             if task.phase_index == len(_PHASE_ORDER) - 1:
                 return True
             task.phase_index += 1
-            task.remaining = self._phase_work(task)
+            task.remaining = task.work = self._phase_work(task)
         return False
 
     def _complete_phases(self) -> None:

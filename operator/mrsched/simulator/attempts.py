@@ -202,7 +202,7 @@ class AttemptLifecycle:
             profile = application(job.app).map
             job.map_output_mb[node] = job.map_output_mb.get(node, 0.0) + profile.output(task.input_mb)
             if self.side.waiting.get(job.id):
-                self.side.map_output(job, node, profile.output(task.input_mb), now)
+                self.side.map_output(job, node, profile.output(task.input_mb))
             if job.finished_maps == len(job.maps):
                 self._last_map_done[job.id] = now
                 self._release_waiting_reduces(job, now)

@@ -123,7 +123,7 @@ class Simulation(AttemptLifecycle):
             cluster.speculation,
             self.policy.name,
             self.snapshot,
-            lambda node, key: self.models[node].progress(self._running[node][key].model_id),
+            self._progress,
         )
         self.side = SideFlows(
             self.models,
@@ -169,7 +169,10 @@ class Simulation(AttemptLifecycle):
         heapq.heappush(self._queue, (at, next(self._seq), kind, payload))
 
     def _schedule_physics(self, node: str) -> None:
-        at = self.models[node].next_event_s()
+        model = self.models[node]
+        # An advance that ended a task at its very end time (a heartbeat or sample at the instant of a phase
+        # end) leaves its outcome for _complete: collect it now, not at the node's next phase end.
+        at = model.now if model.has_finished else model.next_event_s()
         if at != float("inf") and self._physics_at.get(node) != at:
             self._physics_at[node] = at
             self._push(at, _PHYSICS, node)
@@ -201,7 +204,16 @@ class Simulation(AttemptLifecycle):
             if now >= next_util:
                 self._sample_utilisation(now)
                 next_util = now + self._util_every
-            if kind == _ARRIVAL:
+            if kind == _PHYSICS:  # the commonest events first
+                del self._physics_at[payload]
+                self._complete(payload, now)
+            elif kind == _HEARTBEAT and payload != _ROUND_NODE:
+                if self.active or self.snapshot.running[payload]:
+                    self._heartbeat(payload, now)
+                    self._push(now + self.heartbeat_s, _HEARTBEAT, payload)
+                else:
+                    self._dormant.append(payload)  # nothing to do: sleep until the next job arrives
+            elif kind == _ARRIVAL:
                 self.active.append(payload)
                 self._active_ids.add(payload.id)
                 self.snapshot.touch(jobs_changed=True)
@@ -217,24 +229,15 @@ class Simulation(AttemptLifecycle):
                 assert self.metrics is not None
                 self.metrics.scrape(now)
                 self._push(now + self.metrics.spec.scrape_s, _SCRAPE, None)
-            elif kind == _HEARTBEAT and payload == _ROUND_NODE:  # kubernetes mode's periodic round
+            elif kind == _HEARTBEAT:  # _ROUND_NODE: kubernetes mode's periodic round
                 if self.active or self._unfinished_attempts():
                     self._round(now)
                     self._push(now + self.heartbeat_s, _HEARTBEAT, _ROUND_NODE)
                 else:
                     self._dormant.append(_ROUND_NODE)
-            elif kind == _ROUND:  # kubernetes mode: a watch event (a task ended, a job arrived) woke the loop
+            else:  # _ROUND, kubernetes mode: a watch event (a task ended, a job arrived) woke the loop
                 self._round_due = None
                 self._round(now)
-            elif kind == _HEARTBEAT:
-                if self.active or self.snapshot.running[payload]:
-                    self._heartbeat(payload, now)
-                    self._push(now + self.heartbeat_s, _HEARTBEAT, payload)
-                else:
-                    self._dormant.append(payload)  # nothing to do: sleep until the next job arrives
-            else:
-                del self._physics_at[payload]
-                self._complete(payload, now)
             if progress is not None and self.events % 50_000 == 0:
                 progress(now, self._unfinished)
         self._sample_utilisation(now)
@@ -281,6 +284,8 @@ class Simulation(AttemptLifecycle):
         """Kubernetes mode: one scheduling round over every node (the operator's ``schedule_round``)."""
         if not self.active:
             return
+        for name in list(self.side.unpolled):
+            self.side.poll(name, now)
         for name in self.nodes:
             self.models[name].advance(now)
             if self.metrics is not None:
@@ -294,20 +299,31 @@ class Simulation(AttemptLifecycle):
 
     def _sample_utilisation(self, now: float) -> None:
         for name, model in self.models.items():
-            model.advance(max(model.now, now))
-            busy = model.counters.cpu_busy_s
+            busy = model.cpu_busy_at(now)
             span = max(now - (self.utilisation[name][-1][0] if self.utilisation[name] else 0.0), 1e-9)
             frac = (busy - self._last_busy[name]) / span / self.capabilities[name].cores
             self.utilisation[name].append((now, min(1.0, max(0.0, frac))))
             self._last_busy[name] = busy
-            self._schedule_physics(name)
+            if (
+                model.has_finished
+            ):  # the sample's advance passed a phase end (the last sample, after the loop)
+                self._schedule_physics(name)
+
+    def _progress(self, node: str, key: str) -> float:
+        """The progress of ``key``'s attempt on ``node`` now (speculation compares attempts on many nodes)."""
+        model = self.models[node]
+        model.advance(self.snapshot.now)
+        if model.has_finished:
+            self._schedule_physics(node)
+        return model.progress(self._running[node][key].model_id)
 
     def _heartbeat(self, node: str, now: float) -> None:
-        model = self.models[node]
-        model.advance(now)
-        self._schedule_physics(node)
+        # No advance here: what a policy reads (the snapshot, scraped metrics) changes only at events, and a
+        # start advances the node itself; an advance per heartbeat would only split the node's integration.
         if not self.active:
             return
+        if node in self.side.unpolled:
+            self.side.poll(node, now)
         if self.metrics is not None:
             self.snapshot.metrics[node] = self.metrics.read(node, now)
         self._apply(self.policy.schedule_round(self.snapshot, [node]), now)

@@ -1,11 +1,13 @@
 """Work a task attempt causes beside its own process, run on the NodeModels as tasks of their own (issue 19):
 
 * with ``cluster.physics.shuffleWhileMapsRun``, a reduce placed before its job's maps are done starts up at
-  once (its start-up Ω a side flow on its node) and then copies each map's output as the map ends (a fetch
-  flow on its NIC, which each newly finished map's share extends while it runs), as Hadoop's ReduceTask copy
-  phase does from slow-start on; when the last
-  map ends, :meth:`SideFlows.remaining` says what is left for the reduce's own process: its start-up only if it
-  had not ended, and the NIC work no fetch did;
+  once (its start-up Ω a side flow on its node) and then copies the maps' output as it learns of them (a
+  fetch flow on its NIC, which each newly learnt map's share extends while it runs), as Hadoop's ReduceTask
+  copy phase does from slow-start on. It learns of finished maps when its node polls (:meth:`SideFlows.poll`:
+  each heartbeat in hadoop mode, as Hadoop 1's TaskTracker ``MapEventsFetcherThread`` asks the JobTracker
+  for map completion events every heartbeat interval; each round in kubernetes mode), and of those already
+  done when its start-up ends. When the last map ends, :meth:`SideFlows.remaining` says what is left for the
+  reduce's own process: its start-up only if it had not ended, and the NIC work no fetch did;
 * with ``remoteReadsLoadReplica``, a map reading its split over the network has the replica's disk read it
   (a side flow on the replica node);
 * with ``replicaWritesRemote``, the copies of a task's writes beyond its own are received and written by other
@@ -43,7 +45,7 @@ class Running:
     waiting: bool = False  # a reduce holding its slot until its job's maps are done
     side: dict[str, tuple[str, float]] = field(default_factory=dict)  # flow -> (its node, its NIC work in MB)
     fetched_mb: float = 0.0  # NIC work its fetches have done
-    queued_mb: float = 0.0  # fetches held back until its start-up ends
+    queued_mb: float = 0.0  # map output it has not learnt of yet (until its node polls or its start-up ends)
     started_up: bool = False
     fetching: str = ""  # its fetch flow now running, if any
     #: Its process ended while side flows it waits for (a replica's read or write) still ran: what ended.
@@ -74,6 +76,8 @@ class SideFlows:
         self.owner: dict[str, tuple[str, str]] = {}  # flow -> (its attempt's node, its task key)
         self.waiting: dict[str, list[tuple[str, Running]]] = defaultdict(list)  # job -> its early reduces
         self.job_output: dict[str, float] = {}
+        #: node -> its early reduces that are up and have map output they have not learnt of yet (``poll``)
+        self.unpolled: dict[str, dict[str, Running]] = {}
         self.ids = itertools.count()
 
     def _start(self, where: str, owner: str, run: Running, what: str, demand: TaskDemand, now: float) -> None:
@@ -136,14 +140,22 @@ class SideFlows:
             node, node, run, run.fetching.split("~")[-1], TaskDemand(network_mb=mb, startup=False), now
         )
 
-    def map_output(self, job: Job, source: str, output_mb: float, now: float) -> None:
-        """A map of ``job`` ended on ``source``: each early reduce that is up fetches its partition of it."""
+    def map_output(self, job: Job, source: str, output_mb: float) -> None:
+        """A map of ``job`` ended on ``source``: each early reduce's partition of it waits for the reduce to learn
+        of it (its node's next :meth:`poll`, or the end of its start-up)."""
         for node, run in self.waiting.get(job.id, ()):
-            mb = self.dataflow.fetch_mb(run.attempt.task, node, source, output_mb, self.job_output[job.id])
+            run.queued_mb += self.dataflow.fetch_mb(
+                run.attempt.task, node, source, output_mb, self.job_output[job.id]
+            )
             if run.started_up:
-                self._fetch(node, run, mb, now)
-            else:
-                run.queued_mb += mb
+                self.unpolled.setdefault(node, {})[run.model_id] = run
+
+    def poll(self, node: str, now: float) -> None:
+        """``node``'s early reduces learn of the maps that ended since they last asked, and fetch their share."""
+        for run in self.unpolled.pop(node, {}).values():
+            if run.waiting and self.running[node].get(run.attempt.task.key) is run:  # still shuffling early
+                queued, run.queued_mb = run.queued_mb, 0.0
+                self._fetch(node, run, queued, now)
 
     def finished(self, flow: str, now: float) -> None:
         """``flow`` ended on its node (the engine's ``complete`` saw it)."""
