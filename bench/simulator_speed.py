@@ -1,10 +1,10 @@
 """Simulator speed and scheduling-round latency, as the scheduling-core issue asks:
 
-    python bench/simulator_speed.py [--jobs N]
+    python bench/simulator_speed.py [--jobs N] [--repeat R] [--profile N]
 
 1. Events per second replaying the SWIM FB-2009 day (``bench/data/traces/swim/``) on 100 nodes under FIFO
    and Fair in hadoop mode (target: >= 100,000 events/s for FIFO): the event loop's own time, from the first
-   event to the last. The lower bound on makespan that ``run_scenario`` adds to every result is computed once
+   event to the last, the fastest of ``--repeat`` replays (3; the slowest printed beside it). The lower bound on makespan that ``run_scenario`` adds to every result is computed once
    per scenario and seed, not per policy, and is timed on its own line (its per-node noise draws dominate it).
    Both again with every ``cluster.physics`` switch on and speculative execution (issue 19's physics,
    ``measured``), whose side flows and speculation checks cost events and time of their own.
@@ -65,9 +65,11 @@ def swim_day(max_jobs: int | None = None) -> Scenario:
     )
 
 
-def events_per_second(max_jobs: int | None, profile: int = 0) -> None:
-    """Replay the day under FIFO and Fair; with ``profile`` > 0, print that many of cProfile's top functions
-    (by own time) for each replay, whose events/s then include the profiler's overhead."""
+def events_per_second(max_jobs: int | None, profile: int = 0, repeat: int = 3) -> None:
+    """Replay the day under FIFO and Fair, each ``repeat`` times from scratch, and print the fastest replay's
+    events/s with the slowest's beside it (a shared machine's other load only slows a run: the fastest is the
+    code's speed, as ``timeit`` reports its best). With ``profile`` > 0, one replay each, printing that many of
+    cProfile's top functions (by own time), whose events/s then include the profiler's overhead."""
     scenario = swim_day(max_jobs)
     nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
     started = time.perf_counter()
@@ -76,20 +78,24 @@ def events_per_second(max_jobs: int | None, profile: int = 0) -> None:
     runs = [(policy, physics) for physics in ("off", "measured") for policy in ("fifo", "fair")]
     for policy, physics in runs:
         variant = measured(scenario) if physics == "measured" else scenario
-        sim = build_simulation(variant, policy, 1, build_jobs(variant, nodes, 1), mode="hadoop")
-        profiler = cProfile.Profile() if profile else None
-        started = time.perf_counter()
-        if profiler is not None:
-            profiler.enable()
-        result = sim.run()
-        elapsed = time.perf_counter() - started
-        if profiler is not None:
-            profiler.disable()
-            pstats.Stats(profiler).sort_stats("tottime").print_stats(profile)
+        times = []
+        for _ in range(1 if profile else repeat):
+            sim = build_simulation(variant, policy, 1, build_jobs(variant, nodes, 1), mode="hadoop")
+            profiler = cProfile.Profile() if profile else None
+            started = time.perf_counter()
+            if profiler is not None:
+                profiler.enable()
+            result = sim.run()
+            times.append(time.perf_counter() - started)
+            if profiler is not None:
+                profiler.disable()
+                pstats.Stats(profiler).sort_stats("tottime").print_stats(profile)
+        best, worst = min(times), max(times)
         print(
-            f"{policy:5s} (physics {physics:8s}): {result.events:,} events in {elapsed:.1f} s = "
-            f"{result.events / elapsed:,.0f} events/s "
-            f"({len(result.jobs)} jobs, {result.tasks_started:,} tasks, makespan {result.makespan_s:,.0f} s)"
+            f"{policy:5s} (physics {physics:8s}): {result.events:,} events in {best:.1f} s = "
+            f"{result.events / best:,.0f} events/s, best of {len(times)} (slowest {worst:.1f} s = "
+            f"{result.events / worst:,.0f}) ({len(result.jobs)} jobs, {result.tasks_started:,} tasks, "
+            f"makespan {result.makespan_s:,.0f} s)"
         )
     started = time.perf_counter()
     # The jobs built first are untouched by any run; of the simulation the bound reads only the cluster.
@@ -147,8 +153,11 @@ def main() -> None:
     parser.add_argument(
         "--profile", type=int, default=0, metavar="N", help="print cProfile's top N functions"
     )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="replays per policy and physics (the fastest counts)"
+    )
     args = parser.parse_args()
-    events_per_second(args.jobs, args.profile)
+    events_per_second(args.jobs, args.profile, args.repeat)
     fair_round_latency(assign_multiple=False)
     fair_round_latency(assign_multiple=True)
 

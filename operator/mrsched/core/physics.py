@@ -291,6 +291,7 @@ class NodeModel:
         self._running: dict[str, _Running] = {}
         self._finished: list[TaskOutcome] = []
         self._cached: _Rates | None = None
+        self._memory_mb: float | None = None  # memory_used_mb's sum (None: stale)
         #: next_event_s's answer for the current state (None: stale). A heartbeat asks it three times of an
         #: unchanged node; everything that changes the answer resets it with the rates (_invalidate).
         self._next: float | None = None
@@ -337,6 +338,7 @@ class NodeModel:
             self._finished.append(TaskOutcome(task_id, now, now, task.usage))
         else:
             self._running[task_id] = task
+            self._memory_mb = None
             self._invalidate()
         return True
 
@@ -360,6 +362,7 @@ class NodeModel:
         """Kill a running task at ``now``; returns what it had consumed, or None if it was not running."""
         self.advance(now)
         task = self._running.pop(task_id, None)
+        self._memory_mb = None
         self._invalidate()
         return task.usage if task else None
 
@@ -370,7 +373,11 @@ class NodeModel:
         return list(self._running)
 
     def memory_used_mb(self) -> float:
-        return sum(t.demand.memory_mb for t in self._running.values())
+        if (
+            self._memory_mb is None
+        ):  # recounted only when a task starts or leaves (rates are recomputed far more)
+            self._memory_mb = sum(t.demand.memory_mb for t in self._running.values())
+        return self._memory_mb
 
     def _invalidate(self) -> None:
         self._cached = None
@@ -455,7 +462,8 @@ class NodeModel:
 
     def _compute_rates(self) -> _Rates:
         cap = self.capability
-        cores = self.effective_cores()
+        faults = bool(self.faults)  # without faults (the common case) the hogs and lost cores need no scan
+        cores = self.effective_cores() if faults else cap.cores
         in_phase = [0] * len(_PHASE_ORDER)  # tasks per phase, indexed like _PHASE_ORDER
         cpu_threads = 0
         for task in self._running.values():
@@ -463,8 +471,11 @@ class NodeModel:
             if task.phase_index == _CPU:
                 cpu_threads += task.demand.threads
         overhead_on_cpu = cap.overhead_uses_cpu
-        consumers = cpu_threads + (in_phase[_OVERHEAD] if overhead_on_cpu else 0) + self.cpu_hog_threads()
-        streams = in_phase[_DISK] + self.disk_hog_streams()
+        consumers = cpu_threads + (in_phase[_OVERHEAD] if overhead_on_cpu else 0)
+        streams: float = in_phase[_DISK]
+        if faults:
+            consumers += self.cpu_hog_threads()
+            streams += self.disk_hog_streams()
         flows = in_phase[_NETWORK]
         ratio = self.memory_used_mb() / cap.memory_mb
         swap = 1.0 + cap.swap_penalty * (ratio - 1.0) if ratio > 1.0 else 1.0
@@ -568,7 +579,7 @@ class NodeModel:
                 self.counters.network_receive_bytes += nbytes
             elif phase == _OVERHEAD:
                 task.usage.cpu_s += held if overhead_on_cpu else OVERHEAD_CPU_SHARE * done
-        if self.disk_hog_streams():
+        if self.faults and self.disk_hog_streams():
             hog_rate = self.capability.disk_rate * REFERENCE_DISK_MBPS * 1e6
             hog_share = self.disk_hog_streams() / max(streams, _EPS)
             self.counters.disk_written_bytes += (
@@ -609,6 +620,7 @@ class NodeModel:
         for task in list(self._running.values()):
             if self._skip_empty_phases(task):
                 del self._running[task.task_id]
+                self._memory_mb = None
                 self._finished.append(TaskOutcome(task.task_id, task.started_s, self.now, task.usage))
 
 
