@@ -4,8 +4,9 @@
 
 1. Events per second replaying the SWIM FB-2009 day (``bench/data/traces/swim/``) on 100 nodes under FIFO
    and Fair in hadoop mode (target: >= 100,000 events/s for FIFO): the event loop's own time, from the first
-   event to the last, the fastest of ``--repeat`` replays (3; the slowest printed beside it). The lower bound on makespan that ``run_scenario`` adds to every result is computed once
-   per scenario and seed, not per policy, and is timed on its own line (its per-node noise draws dominate it).
+   event to the last, the fastest of ``--repeat`` replays (3; the slowest beside it). The lower bound on
+   makespan that ``run_scenario`` adds to every result is computed once per scenario and seed, not per policy,
+   and is timed on its own line (its per-node noise draws dominate it).
    Both again with every ``cluster.physics`` switch on and speculative execution (issue 19's physics,
    ``measured``), whose side flows and speculation checks cost events and time of their own.
 2. One scheduling round of Fair with 1,000 nodes and 200 running jobs: every node offered once, as the
