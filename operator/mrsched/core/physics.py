@@ -471,7 +471,7 @@ class NodeModel:
             if task.phase_index == _CPU:
                 cpu_threads += task.demand.threads
         overhead_on_cpu = cap.overhead_uses_cpu
-        consumers = cpu_threads + (in_phase[_OVERHEAD] if overhead_on_cpu else 0)
+        consumers: float = cpu_threads + (in_phase[_OVERHEAD] if overhead_on_cpu else 0)
         streams: float = in_phase[_DISK]
         if faults:
             consumers += self.cpu_hog_threads()
