@@ -183,6 +183,29 @@ def test_network_input_crosses_the_nic() -> None:
     assert run_alone(CAP, local) == pytest.approx(3.0 + 0.5 + 2.5)
 
 
+def test_the_nic_is_full_duplex_sends_share_its_transmit_side_only() -> None:
+    """A node sending 125 MB while it receives 125 MB takes 1 s for each (125 MB/s each way); two sends share
+    the transmit side; the bytes sent are counted as node_exporter's transmit counter."""
+
+    def run(*demands: TaskDemand) -> tuple[list[float], NodeModel]:
+        model = NodeModel("n", replace(CAP, noise_sigma=0.0))
+        for i, demand in enumerate(demands):
+            model.start(f"t{i}", demand, 0.0)
+        while model.running_ids:
+            model.advance(model.next_event_s())
+        return [o.duration_s for o in sorted(model.pop_finished(), key=lambda o: o.task_id)], model
+
+    send = TaskDemand(transmit_mb=125.0, startup=False)
+    receive = TaskDemand(network_mb=125.0, startup=False)
+    times, model = run(send, receive)
+    assert times == pytest.approx([1.0, 1.0])
+    assert model.counters.network_transmit_bytes == pytest.approx(125e6)
+    assert model.counters.network_receive_bytes == pytest.approx(125e6)
+    assert run(send, send)[0] == pytest.approx([2.0, 2.0])
+    assert isolated_duration(CAP, send) == pytest.approx(1.0)
+    assert model.runnable() == 0  # a send waits on the NIC, not a core or the disk
+
+
 def test_noise_is_deterministic_per_seed_node_and_task() -> None:
     assert noise_factor(1, "a", "t", 0.1) == noise_factor(1, "a", "t", 0.1)
     draws = [noise_factor(1, "a", f"t{i}", 0.1) for i in range(2000)]

@@ -236,6 +236,11 @@ def test_a_remote_map_read_is_read_from_the_replicas_disk(tmp_path: Path) -> Non
     # The replica's disk did every read (a map ends no sooner than its bytes have left that disk).
     assert on.models[replica].counters.disk_read_bytes == pytest.approx(4 * 128e6)
     assert on.models[reader].counters.disk_read_bytes == off.models[reader].counters.disk_read_bytes == 0
+    # ... and its NIC sent them (the reader's received them), where nothing was sent before.
+    assert on.models[replica].counters.network_transmit_bytes == pytest.approx(4 * 128e6)
+    assert on.models[reader].counters.network_receive_bytes == pytest.approx(4 * 128e6)
+    assert off.models[replica].counters.network_transmit_bytes == 0
+    assert on.models[reader].counters.network_transmit_bytes == 0
     assert not on.locality_counts.get("node")
 
 
@@ -321,6 +326,10 @@ def test_jios_three_copies_are_written_by_three_nodes(tmp_path: Path) -> None:
     assert (
         by_size[1] == pytest.approx(total / 3) and by_size[2] == pytest.approx(total / 3) and by_size[3] == 0
     )
+    # HDFS's pipeline: the writer sends the first replica its copy, which forwards it to the second.
+    sent = sorted((m.counters.network_transmit_bytes for m in spread.models.values()), reverse=True)
+    assert sent[0] == pytest.approx(total / 3) and sent[1] == pytest.approx(total / 3) and sent[2:] == [0, 0]
+    assert spread.models[writer].counters.network_transmit_bytes == pytest.approx(total / 3)
     (fast,) = spread.map_times["jio"].values()
     (slow,) = local.map_times["jio"].values()
     # Its disk writes one copy, not three; the map ends when its replicas have theirs (HDFS acknowledges a

@@ -22,7 +22,8 @@ Together, tasks share the node as a fluid (processor-sharing) model, integrated 
 * Disk: s concurrent streams (tasks in their disk phase plus hog streams) share the bandwidth, and seeks
   thrash as streams grow: each stream gets κd / (s·(1 + disk_contention·(s − 1))).
 * Network: flows in their network phase share the NIC equally (the simulator may pass a smaller per-flow
-  bandwidth for rack uplinks).
+  bandwidth for rack uplinks). The NIC is full duplex: what a node sends (a data transfer's ``transmit``
+  phase, the last) shares its transmit side with other sends only.
 * Memory: tasks' memory beyond the node's costs heavily (swapping divides every rate by
   ``1 + swap_penalty·(r − 1)`` at over-subscription ratio r); a start that would push r past ``oom_ratio``
   is killed as the kernel's OOM killer would.
@@ -114,6 +115,10 @@ class TaskDemand:
     #: Whether the node's start-up Ω precedes the work. False for a replayed container, whose measured time
     #: already contains its start-up, and for a shuffle fetch, which is not a process of its own.
     startup: bool = True
+    #: Bytes this node sends, in MB: the last phase, on the NIC's transmit side (full duplex: transmits share it
+    #: with one another, not with what the node receives). Only a data transfer's sending side has it (a
+    #: replica serving a remote read, a DataNode forwarding a replicated write).
+    transmit_mb: float = 0.0
 
     @property
     def disk_s(self) -> float:
@@ -132,6 +137,7 @@ class TaskDemand:
             self.wait_s * factor,
             self.threads,
             self.startup,
+            self.transmit_mb * factor,
         )
 
 
@@ -161,6 +167,7 @@ def isolated_duration(cap: NodeCapability, demand: TaskDemand) -> float:
         + demand.wait_s
         + cpu_time
         + demand.disk_s / cap.disk_rate
+        + demand.transmit_mb / cap.network_mbps
     )
 
 
@@ -172,10 +179,11 @@ class Phase(Enum):
     WAIT = "wait"
     CPU = "cpu"
     DISK = "disk"
+    TRANSMIT = "transmit"
 
 
-_PHASE_ORDER = (Phase.OVERHEAD, Phase.NETWORK, Phase.WAIT, Phase.CPU, Phase.DISK)
-_OVERHEAD, _NETWORK, _WAIT, _CPU, _DISK = range(5)
+_PHASE_ORDER = (Phase.OVERHEAD, Phase.NETWORK, Phase.WAIT, Phase.CPU, Phase.DISK, Phase.TRANSMIT)
+_OVERHEAD, _NETWORK, _WAIT, _CPU, _DISK, _TRANSMIT = range(6)
 
 
 @dataclass
@@ -407,7 +415,7 @@ class NodeModel:
         in_work = sum(
             (t.demand.threads if t.phase_index == _CPU else 1)
             for t in self._running.values()
-            if t.phase_index not in (_NETWORK, _WAIT)
+            if t.phase_index not in (_NETWORK, _WAIT, _TRANSMIT)
         )
         return in_work + self.cpu_hog_threads() + self.disk_hog_streams()
 
@@ -425,6 +433,7 @@ class NodeModel:
             d.wait_s,
             d.cpu_s / (cap.cpu_rate * min(d.threads, cap.cores)),
             d.disk_s / cap.disk_rate,
+            d.transmit_mb / cap.network_mbps,
         )
         total = sum(alone)
         if total <= 0:
@@ -490,6 +499,7 @@ class NodeModel:
             1.0,  # sleeping: wall time, whatever else the node does
             cap.cpu_rate * cpu_share / cpu_cost / swap,
             cap.disk_rate * disk_share / swap,
+            cap.network_mbps / max(in_phase[_TRANSMIT], 1) / swap,
         )
         if cpu_threads == in_phase[_CPU]:  # every CPU-phase task has one thread (the common case)
             rates = {t.task_id: rate_of[t.phase_index] for t in self._running.values()}
@@ -577,6 +587,8 @@ class NodeModel:
                 nbytes = done * 1e6
                 task.usage.network_bytes += int(nbytes)
                 self.counters.network_receive_bytes += nbytes
+            elif phase == _TRANSMIT:
+                self.counters.network_transmit_bytes += done * 1e6
             elif phase == _OVERHEAD:
                 task.usage.cpu_s += held if overhead_on_cpu else OVERHEAD_CPU_SHARE * done
         if self.faults and self.disk_hog_streams():
@@ -605,6 +617,8 @@ class NodeModel:
             return task.demand.cpu_s
         if phase is Phase.DISK:
             return task.demand.disk_s
+        if phase is Phase.TRANSMIT:
+            return task.demand.transmit_mb
         return task.startup_s
 
     def _skip_empty_phases(self, task: _Running) -> bool:
@@ -650,6 +664,7 @@ def predicted_duration(cap: NodeCapability, demand: TaskDemand, others: int) -> 
         + demand.wait_s
         + cpu_t * cpu_stretch
         + disk_t * disk_stretch
+        + demand.transmit_mb / cap.network_mbps
     )
 
 

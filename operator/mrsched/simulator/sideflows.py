@@ -8,11 +8,16 @@
   for map completion events every heartbeat interval; each round in kubernetes mode), and of those already
   done when its start-up ends. When the last map ends, :meth:`SideFlows.remaining` says what is left for the
   reduce's own process: its start-up only if it had not ended, and the NIC work no fetch did;
-* with ``remoteReadsLoadReplica``, a map reading its split over the network has the replica's disk read it
-  (a side flow on the replica node);
+* with ``remoteReadsLoadReplica``, a map reading its split over the network has the replica's disk read it and
+  the replica's NIC send it (two side flows on the replica node, side by side as a DataNode streams a block);
 * with ``replicaWritesRemote``, the copies of a task's writes beyond its own are received and written by other
   nodes (two side flows on each, its NIC receiving and its disk writing, side by side as a pipeline does),
-  from the moment the task starts (not synchronised with its disk phase).
+  and sent along HDFS's write pipeline: the writer's NIC sends the first replica its copy, each replica but
+  the last forwards it to the next (a transmit side flow on each sender); all from the moment the task starts
+  (not synchronised with its disk phase).
+
+Shuffle fetches charge the receiving reduce's NIC only: a fetch gathers many maps' outputs at once, and their
+senders' NICs are not charged (docs/simulator.md, Known limits).
 
 An attempt whose process ends before the replicas it reads from or writes to are done ends with the last of
 them (``Running.ended``): a read cannot end before its bytes left the disk, nor an HDFS write before every
@@ -90,9 +95,11 @@ class SideFlows:
         self.complete(where, now)
 
     def serve_read(self, source: str, node: str, run: Running, now: float) -> None:
-        """remoteReadsLoadReplica: ``source``'s disk reads the split the map on ``node`` fetches."""
-        read = TaskDemand(read_mb=run.attempt.task.input_mb, startup=False)
-        self._start(source, node, run, "serve", read, now)
+        """remoteReadsLoadReplica: ``source``'s disk reads the split the map on ``node`` fetches, and its NIC
+        sends it."""
+        split = run.attempt.task.input_mb
+        self._start(source, node, run, "serve", TaskDemand(read_mb=split, startup=False), now)
+        self._start(source, node, run, "serve-nic", TaskDemand(transmit_mb=split, startup=False), now)
 
     def write_replicas(self, node: str, run: Running, app: str, now: float) -> None:
         """replicaWritesRemote: each other copy of the attempt's writes is received and written by another node
@@ -104,6 +111,10 @@ class SideFlows:
         share = run.demand.write_mb  # the writer's own copy, already 1/r of the profile's writes
         targets = self.dataflow.replica_targets(run.model_id, node, copies - 1)
         for i, target in enumerate(targets):
+            sender = node if i == 0 else targets[i - 1]  # HDFS's pipeline: each node forwards to the next
+            self._start(
+                sender, node, run, f"replica{i + 1}-send", TaskDemand(transmit_mb=share, startup=False), now
+            )
             self._start(
                 target, node, run, f"replica{i + 1}-nic", TaskDemand(network_mb=share, startup=False), now
             )
