@@ -241,12 +241,22 @@ class _Running:
         return _PHASE_ORDER[self.phase_index]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _Rates:
-    per_task: dict[str, float]  # progress per second of each task's current phase
+    """A node's sharing until its next change: per phase, the progress per second of a task in it."""
+
+    of_phase: tuple[float, ...]  # indexed like _PHASE_ORDER; a CPU-phase task of t threads progresses t times
+    threaded: bool  # some CPU-phase task has more than one thread
     busy_cores: float
     cpu_share: float  # fraction of a core each CPU consumer holds
     disk_streams: float
+
+    def of(self, task: _Running) -> float:
+        """The progress per second of ``task``'s current phase."""
+        rate = self.of_phase[task.phase_index]
+        if self.threaded and task.phase_index == _CPU:  # each of its threads holds its share of a core
+            rate *= task.demand.threads
+        return rate
 
 
 _TWO_PI = 2.0 * math.pi  # random.TWOPI
@@ -447,6 +457,8 @@ class NodeModel:
     def cpu_busy_at(self, now: float) -> float:
         """Core-seconds busy up to ``now``, without integrating the node there when no phase ends before it
         (a sampler reading every node often): the busy cores are constant until the next event."""
+        if not (self._running or self.faults):  # idle: nothing has been busy since the last advance
+            return self.counters.cpu_busy_s
         if now > self.next_event_s():
             self.advance(now)
         return self.counters.cpu_busy_s + self._rates().busy_cores * max(0.0, now - self.now)
@@ -501,24 +513,20 @@ class NodeModel:
             cap.disk_rate * disk_share / swap,
             cap.network_mbps / max(in_phase[_TRANSMIT], 1) / swap,
         )
-        if cpu_threads == in_phase[_CPU]:  # every CPU-phase task has one thread (the common case)
-            rates = {t.task_id: rate_of[t.phase_index] for t in self._running.values()}
-        else:  # each of a task's threads holds its share of a core
-            rates = {
-                t.task_id: rate_of[t.phase_index] * (t.demand.threads if t.phase_index == _CPU else 1)
-                for t in self._running.values()
-            }
-        return _Rates(rates, min(float(cores), consumers), cpu_share, streams)
+        threaded = cpu_threads != in_phase[_CPU]
+        return _Rates(rate_of, threaded, min(float(cores), consumers), cpu_share, streams)
 
     def next_event_s(self) -> float:
         """Model time of the next phase change or fault boundary (inf when nothing will change)."""
         if self._next is not None:
             return self._next
-        rates = self._rates().per_task
+        rates = self._rates()
+        of_phase = rates.of_phase
         now = self.now
         soonest = math.inf
         for task in self._running.values():
-            at = now + task.remaining / rates[task.task_id]
+            rate = rates.of(task) if rates.threaded else of_phase[task.phase_index]
+            at = now + task.remaining / rate
             if at < soonest:
                 soonest = at
         for fault in self.faults:
@@ -551,16 +559,16 @@ class NodeModel:
                 self._invalidate()
 
     def _finish_due(self) -> None:
-        rates = self._rates().per_task
+        rates = self._rates()
         for task in self._running.values():
-            if self.now + task.remaining / rates[task.task_id] <= self.now + _EPS:  # next_event_s's test
+            if self.now + task.remaining / rates.of(task) <= self.now + _EPS:  # next_event_s's test
                 task.remaining = 0.0
         self._complete_phases()
         self._invalidate()
 
     def _integrate(self, dt: float) -> None:
         rates = self._rates()
-        per_task = rates.per_task
+        of_phase, threaded = rates.of_phase, rates.threaded
         streams = rates.disk_streams
         cores = self.effective_cores()
         self.counters.cpu_busy_s += rates.busy_cores * dt
@@ -570,7 +578,7 @@ class NodeModel:
         overhead_on_cpu = self.capability.overhead_uses_cpu
         for task in self._running.values():
             remaining = task.remaining
-            done = per_task[task.task_id] * dt
+            done = (rates.of(task) if threaded else of_phase[task.phase_index]) * dt
             # Snap float residue so that a phase ends exactly at the event time computed for it.
             work = task.work
             if remaining - done <= _EPS * (work if work > 1.0 else 1.0):
