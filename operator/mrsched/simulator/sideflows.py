@@ -61,7 +61,7 @@ class SideFlows:
     """The side flows of every running attempt. ``complete(node, now)``, ``reschedule(node)`` and
     ``finish(node, run, now)`` are the engine's: the first collects what has finished on a node (a flow with
     nothing to do ends the moment it starts), the second moves the node's next physics event after a flow
-    stops, the third ends an attempt whose process ended (``Running.ended``) once its last flow has."""
+    starts or stops, the third ends an attempt whose process ended (``Running.ended``) once its last flow has."""
 
     def __init__(
         self,
@@ -91,8 +91,12 @@ class SideFlows:
         self.owner[flow] = (owner, task.key)
         run.side[flow] = (where, demand.network_mb)
         # A start-up draws its noise like any process's; transfers move exactly their bytes.
-        self.models[where].start(flow, demand, now, noisy=what == "start")
-        self.complete(where, now)
+        model = self.models[where]
+        model.start(flow, demand, now, noisy=what == "start")
+        if model.has_finished:  # nothing to do: it ended the moment it started
+            self.complete(where, now)
+        else:
+            self.reschedule(where)
 
     def serve_read(self, source: str, node: str, run: Running, now: float) -> None:
         """remoteReadsLoadReplica: ``source``'s disk reads the split the map on ``node`` fetches, and its NIC
