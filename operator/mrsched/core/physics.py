@@ -391,9 +391,8 @@ class NodeModel:
         return list(self._running)
 
     def memory_used_mb(self) -> float:
-        if (
-            self._memory_mb is None
-        ):  # recounted only when a task starts or leaves (rates are recomputed far more)
+        # Recounted only when a task starts or leaves (the rates that read it are recomputed far more often).
+        if self._memory_mb is None:
             self._memory_mb = sum(t.demand.memory_mb for t in self._running.values())
         return self._memory_mb
 

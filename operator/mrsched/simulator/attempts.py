@@ -192,9 +192,8 @@ class AttemptLifecycle:
                 self.health.on_map(
                     node, profile_key(job.app, task.input_mb), now - run.attempt.start_s, now, work
                 )
-                if (
-                    self._feedback
-                ):  # the policy sees the verdict (Node.slowdown), as the operator's policies do
+                # The policy sees the verdict (Node.slowdown), as the operator's policies do.
+                if self._feedback:
                     slowdown = self.health.monitor.slowdown(node)
                     if slowdown != self.nodes[node].slowdown:
                         self.snapshot.replace_node(node, replace(self.nodes[node], slowdown=slowdown))

@@ -306,9 +306,8 @@ class Simulation(AttemptLifecycle):
             frac = (busy - self._last_busy[name]) / span / self.capabilities[name].cores
             self.utilisation[name].append((now, min(1.0, max(0.0, frac))))
             self._last_busy[name] = busy
-            if (
-                model.has_finished
-            ):  # the sample's advance passed a phase end (the last sample, after the loop)
+            # Only a sample past the node's next event advances it (the last one, after the loop stopped early).
+            if model.has_finished:
                 self._schedule_physics(name)
 
     def _progress(self, node: str, key: str) -> float:
