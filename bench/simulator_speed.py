@@ -67,36 +67,52 @@ def swim_day(max_jobs: int | None = None) -> Scenario:
 
 
 def events_per_second(max_jobs: int | None, profile: int = 0, repeat: int = 3) -> None:
-    """Replay the day under FIFO and Fair, each ``repeat`` times from scratch, and print the fastest replay's
-    events/s with the slowest's beside it (a shared machine's other load only slows a run: the fastest is the
-    code's speed, as ``timeit`` reports its best). With ``profile`` > 0, one replay each, printing that many of
-    cProfile's top functions (by own time), whose events/s then include the profiler's overhead."""
+    """Replay the day under FIFO and Fair, with the committed and the measured physics, each ``repeat`` times from
+    scratch, and print the fastest replay's events/s with the slowest's beside it (a shared machine's other load
+    only slows a run: the fastest is the code's speed, as ``timeit`` reports its best). The replays take turns
+    (each round replays every configuration once), since this machine's speed drifts over minutes: the ratio of
+    a round's two physics is the comparison that drift does not bias. With ``profile`` > 0, one replay each,
+    printing that many of cProfile's top functions (by own time), whose events/s then include the profiler's
+    overhead."""
     scenario = swim_day(max_jobs)
     nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
     started = time.perf_counter()
     jobs = build_jobs(scenario, nodes, 1)
     print(f"trace read and {len(jobs):,} jobs built in {time.perf_counter() - started:.1f} s")
     runs = [(policy, physics) for physics in ("off", "measured") for policy in ("fifo", "fair")]
-    for policy, physics in runs:
-        variant = measured(scenario) if physics == "measured" else scenario
-        times = []
-        for _ in range(1 if profile else repeat):
+    times: dict[tuple[str, str], list[float]] = {run: [] for run in runs}
+    results = {}
+    for _ in range(1 if profile else repeat):
+        for policy, physics in runs:
+            variant = measured(scenario) if physics == "measured" else scenario
             sim = build_simulation(variant, policy, 1, build_jobs(variant, nodes, 1), mode="hadoop")
             profiler = cProfile.Profile() if profile else None
             started = time.perf_counter()
             if profiler is not None:
                 profiler.enable()
-            result = sim.run()
-            times.append(time.perf_counter() - started)
+            results[policy, physics] = sim.run()
+            times[policy, physics].append(time.perf_counter() - started)
             if profiler is not None:
                 profiler.disable()
                 pstats.Stats(profiler).sort_stats("tottime").print_stats(profile)
-        best, worst = min(times), max(times)
+    for (policy, physics), taken in times.items():
+        result = results[policy, physics]
+        best, worst = min(taken), max(taken)
         print(
             f"{policy:5s} (physics {physics:8s}): {result.events:,} events in {best:.1f} s = "
-            f"{result.events / best:,.0f} events/s, best of {len(times)} (slowest {worst:.1f} s = "
+            f"{result.events / best:,.0f} events/s, best of {len(taken)} (slowest {worst:.1f} s = "
             f"{result.events / worst:,.0f}) ({len(result.jobs)} jobs, {result.tasks_started:,} tasks, "
             f"makespan {result.makespan_s:,.0f} s)"
+        )
+    for policy in ("fifo", "fair"):
+        rates = {
+            physics: [results[policy, physics].events / t for t in times[policy, physics]]
+            for physics in ("off", "measured")
+        }
+        paired = sorted(m / o for m, o in zip(rates["measured"], rates["off"], strict=True))
+        print(
+            f"{policy:5s} measured / off physics, events/s of the same round: median "
+            f"{statistics.median(paired):.2f} (rounds: {', '.join(f'{r:.2f}' for r in paired)})"
         )
     started = time.perf_counter()
     # The jobs built first are untouched by any run; of the simulation the bound reads only the cluster.

@@ -355,3 +355,32 @@ def test_lower_bound_counts_a_trace_tasks_measured_work(tmp_path: Path) -> None:
     )
     result = sim.run()
     assert bound["makespan_s"] <= result.makespan_s
+
+
+def test_fifo_is_idle_only_when_no_node_could_get_a_task(tmp_path: Path) -> None:
+    """The simulator skips a heartbeat's round when the policy says it is idle (a light trace's usual heartbeat):
+    whenever FIFO says so, its map and reduce passes find nothing on any node, and it says so on some
+    heartbeats and not on others."""
+    from mrsched.policies.fifo import Fifo, fifo_order
+
+    answers: Counter[bool] = Counter()
+
+    class CheckedFifo(Fifo):
+        def idle(self, snapshot: ClusterSnapshot) -> bool:
+            idle = super().idle(snapshot)
+            answers[idle] += 1
+            if idle:
+                ordered = fifo_order(snapshot.jobs)
+                for node in snapshot.nodes:
+                    assert self._maps(snapshot, node, ordered) == []
+                    assert self._reduce(snapshot, node, ordered) == []
+            return idle
+
+    # A job of more reduces than maps, with reduce slots to spare: its reduces are pending once its maps run.
+    jobs = [*BASE["workload"]["jobs"], {"id": "sort", "app": "sort", "submitS": 200, "maps": 2, "reduces": 8}]
+    sc = scenario(tmp_path, cluster={**BASE["cluster"], "reduceSlots": 2}, workload={"jobs": jobs})
+    nodes = [n.name for n in expand_layout(sc.cluster.nodes)]
+    sim = Simulation(sc.cluster, build_jobs(sc, nodes, 1), CheckedFifo(seed=1), seed=1)
+    result = sim.run(until_s=100_000)
+    assert all(r.finish_s is not None and not r.failed for r in result.jobs)
+    assert answers[True] > 0 and answers[False] > 0

@@ -127,6 +127,8 @@ class TaskDemand:
 
     def scaled(self, factor: float) -> TaskDemand:
         """The same task with its work (not its memory) multiplied by ``factor``."""
+        if factor == 1.0:  # noise off, or a data transfer: the demand is immutable, so itself
+            return self
         # The constructor, not dataclasses.replace: this runs for every task started (replace inspects fields).
         return TaskDemand(
             self.cpu_s * factor,
@@ -138,6 +140,21 @@ class TaskDemand:
             self.threads,
             self.startup,
             self.transmit_mb * factor,
+        )
+
+    def with_data(self, *, read_mb: float, write_mb: float, network_mb: float) -> TaskDemand:
+        """The same task with its bytes moved between disk and network (a remote read, a replicated write)."""
+        # The constructor, not dataclasses.replace, for the same reason as scaled: once per task started.
+        return TaskDemand(
+            self.cpu_s,
+            read_mb,
+            write_mb,
+            network_mb,
+            self.memory_mb,
+            self.wait_s,
+            self.threads,
+            self.startup,
+            self.transmit_mb,
         )
 
 
@@ -186,7 +203,7 @@ _PHASE_ORDER = (Phase.OVERHEAD, Phase.NETWORK, Phase.WAIT, Phase.CPU, Phase.DISK
 _OVERHEAD, _NETWORK, _WAIT, _CPU, _DISK, _TRANSMIT = range(6)
 
 
-@dataclass
+@dataclass(slots=True)
 class TaskUsage:
     """What a finished task consumed, in the units of the worker's usage report."""
 
@@ -222,7 +239,7 @@ class NodeCounters:
     network_transmit_bytes: float = 0.0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Running:
     task_id: str
     demand: TaskDemand  # already scaled by the task's noise factor
@@ -615,17 +632,17 @@ class NodeModel:
         self.counters.disk_written_bytes += nbytes - read
 
     def _phase_work(self, task: _Running) -> float:
-        phase = task.phase
-        if phase is Phase.NETWORK:
-            return task.demand.network_mb + task.added_network_mb
-        if phase is Phase.WAIT:
-            return task.demand.wait_s
-        if phase is Phase.CPU:
-            return task.demand.cpu_s
-        if phase is Phase.DISK:
-            return task.demand.disk_s
-        if phase is Phase.TRANSMIT:
-            return task.demand.transmit_mb
+        index, demand = task.phase_index, task.demand
+        if index == _CPU:
+            return demand.cpu_s
+        if index == _DISK:
+            return demand.disk_s
+        if index == _NETWORK:
+            return demand.network_mb + task.added_network_mb
+        if index == _TRANSMIT:
+            return demand.transmit_mb
+        if index == _WAIT:
+            return demand.wait_s
         return task.startup_s
 
     def _skip_empty_phases(self, task: _Running) -> bool:

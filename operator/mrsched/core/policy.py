@@ -71,6 +71,12 @@ class Policy(ABC):
             placements.extend(self.assign(snapshot, node))
         return placements
 
+    def idle(self, snapshot: ClusterSnapshot) -> bool:
+        """True only when a round now would place nothing on any node and change nothing in the policy (every
+        task runs or is done): the simulator then skips the heartbeat's round, the usual heartbeat of a light
+        trace day. The default, False, always asks."""
+        return False
+
     # --- learning hooks -------------------------------------------------------------------------------------
 
     def on_job_submitted(self, job: Job, now: float) -> None:  # noqa: B027 (optional hook)

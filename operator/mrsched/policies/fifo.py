@@ -51,9 +51,13 @@ class Fifo(SlotPolicy):
     name = "fifo"
     Config = FifoConfig
 
+    def idle(self, snapshot: ClusterSnapshot) -> bool:
+        """Every map and every startable reduce runs or is done: a light trace's usual heartbeat."""
+        return not snapshot.memo("fifo.any-pending", lambda: any(_schedulable(j) for j in snapshot.jobs))
+
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
-        if not snapshot.memo("fifo.any-pending", lambda: any(_schedulable(j) for j in snapshot.jobs)):
-            return []  # every map and every startable reduce runs or is done: a light trace's usual heartbeat
+        if self.idle(snapshot):
+            return []
         ordered = snapshot.memo("fifo.order", lambda: fifo_order(snapshot.jobs))
         placements = self._maps(snapshot, node, ordered)
         placements += self._reduce(snapshot, node, ordered)

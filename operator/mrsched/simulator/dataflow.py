@@ -91,15 +91,19 @@ class DataFlow:
             return base
         copies = self.write_copies(app, task)
         if copies > 1:  # replicaWritesRemote: the other copies are other nodes' writes
-            base = replace(base, write_mb=base.write_mb / copies)
+            base = base.with_data(
+                read_mb=base.read_mb, write_mb=base.write_mb / copies, network_mb=base.network_mb
+            )
         here = self.nodes[node]
         cross = self.cross_rack_cost[node]
         if task.kind == "map":
             level = locality(task, here, self.nodes)
             if level in ("rack", "off"):
                 factor = cross if level == "off" else 1.0
-                return replace(
-                    base, read_mb=max(0.0, base.read_mb - task.input_mb), network_mb=task.input_mb * factor
+                return base.with_data(
+                    read_mb=max(0.0, base.read_mb - task.input_mb),
+                    write_mb=base.write_mb,
+                    network_mb=task.input_mb * factor,
                 )
             return base
         total = sum(held.values())
@@ -109,7 +113,9 @@ class DataFlow:
         other_rack = total - same_rack - held.get(node, 0.0)
         remote = task.input_mb * (same_rack + other_rack) / total
         network = task.input_mb * (same_rack + cross * other_rack) / total
-        return replace(base, read_mb=max(0.0, base.read_mb - remote), network_mb=network)
+        return base.with_data(
+            read_mb=max(0.0, base.read_mb - remote), write_mb=base.write_mb, network_mb=network
+        )
 
     def fetch_mb(self, reduce: Task, node: str, source: str, output_mb: float, job_output_mb: float) -> float:
         """NIC work (MB, cross-rack bytes weighted as in :meth:`demand`) for the reduce on ``node`` to copy its

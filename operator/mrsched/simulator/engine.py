@@ -292,7 +292,8 @@ class Simulation(AttemptLifecycle):
             self.models[name].advance(now)
             if self.metrics is not None:
                 self.snapshot.metrics[name] = self.metrics.read(name, now)
-        self._apply(self.policy.schedule_round(self.snapshot, self._node_order), now)
+        if not self.policy.idle(self.snapshot):
+            self._apply(self.policy.schedule_round(self.snapshot, self._node_order), now)
         if self.speculator.enabled:
             for name in self._node_order:
                 self._speculate(name, now)
@@ -300,12 +301,15 @@ class Simulation(AttemptLifecycle):
             self._schedule_physics(name)
 
     def _sample_utilisation(self, now: float) -> None:
+        # Locals: this runs for every node every utilisation_every_s (a day's replay: 288,000 node samples).
+        utilisation, last_busy, capabilities = self.utilisation, self._last_busy, self.capabilities
         for name, model in self.models.items():
             busy = model.cpu_busy_at(now)
-            span = max(now - (self.utilisation[name][-1][0] if self.utilisation[name] else 0.0), 1e-9)
-            frac = (busy - self._last_busy[name]) / span / self.capabilities[name].cores
-            self.utilisation[name].append((now, min(1.0, max(0.0, frac))))
-            self._last_busy[name] = busy
+            series = utilisation[name]
+            span = max(now - (series[-1][0] if series else 0.0), 1e-9)
+            frac = (busy - last_busy[name]) / span / capabilities[name].cores
+            series.append((now, min(1.0, max(0.0, frac))))
+            last_busy[name] = busy
             # Only a sample past the node's next event advances it (the last one, after the loop stopped early).
             if model.has_finished:
                 self._schedule_physics(name)
@@ -327,5 +331,7 @@ class Simulation(AttemptLifecycle):
             self.side.poll(node, now)
         if self.metrics is not None:
             self.snapshot.metrics[node] = self.metrics.read(node, now)
-        self._apply(self.policy.schedule_round(self.snapshot, [node]), now)
-        self._speculate(node, now)
+        if not self.policy.idle(self.snapshot):
+            self._apply(self.policy.schedule_round(self.snapshot, [node]), now)
+        if self.speculator.enabled:
+            self._speculate(node, now)

@@ -85,15 +85,20 @@ class SideFlows:
         self.unpolled: dict[str, dict[str, Running]] = {}
         self.ids = itertools.count()
 
-    def _start(self, where: str, owner: str, run: Running, what: str, demand: TaskDemand, now: float) -> None:
-        task = run.attempt.task
-        flow = f"{run.model_id}~{what}"
-        self.owner[flow] = (owner, task.key)
-        run.side[flow] = (where, demand.network_mb)
-        # A start-up draws its noise like any process's; transfers move exactly their bytes.
+    def _start(
+        self, where: str, owner: str, run: Running, flows: tuple[tuple[str, TaskDemand], ...], now: float
+    ) -> None:
+        """Start ``flows`` (what each does, its demand) on ``where`` for ``run``, whose process is on ``owner``;
+        the node's next event is found once for them all."""
+        key = run.attempt.task.key
         model = self.models[where]
-        model.start(flow, demand, now, noisy=what == "start")
-        if model.has_finished:  # nothing to do: it ended the moment it started
+        for what, demand in flows:
+            flow = f"{run.model_id}~{what}"
+            self.owner[flow] = (owner, key)
+            run.side[flow] = (where, demand.network_mb)
+            # A start-up draws its noise like any process's; transfers move exactly their bytes.
+            model.start(flow, demand, now, noisy=what == "start")
+        if model.has_finished:  # one had nothing to do: it ended the moment it started
             self.complete(where, now)
         else:
             self.reschedule(where)
@@ -102,8 +107,16 @@ class SideFlows:
         """remoteReadsLoadReplica: ``source``'s disk reads the split the map on ``node`` fetches, and its NIC
         sends it."""
         split = run.attempt.task.input_mb
-        self._start(source, node, run, "serve", TaskDemand(read_mb=split, startup=False), now)
-        self._start(source, node, run, "serve-nic", TaskDemand(transmit_mb=split, startup=False), now)
+        self._start(
+            source,
+            node,
+            run,
+            (
+                ("serve", TaskDemand(read_mb=split, startup=False)),
+                ("serve-nic", TaskDemand(transmit_mb=split, startup=False)),
+            ),
+            now,
+        )
 
     def write_replicas(self, node: str, run: Running, app: str, now: float) -> None:
         """replicaWritesRemote: each other copy of the attempt's writes is received and written by another node
@@ -114,17 +127,18 @@ class SideFlows:
             return
         share = run.demand.write_mb  # the writer's own copy, already 1/r of the profile's writes
         targets = self.dataflow.replica_targets(run.model_id, node, copies - 1)
+
+        def send(i: int) -> tuple[str, TaskDemand]:
+            return f"replica{i + 1}-send", TaskDemand(transmit_mb=share, startup=False)
+
+        # HDFS's pipeline: the writer sends the first replica its copy, each replica forwards it to the next.
+        self._start(node, node, run, (send(0),), now)
         for i, target in enumerate(targets):
-            sender = node if i == 0 else targets[i - 1]  # HDFS's pipeline: each node forwards to the next
-            self._start(
-                sender, node, run, f"replica{i + 1}-send", TaskDemand(transmit_mb=share, startup=False), now
+            flows = (
+                (f"replica{i + 1}-nic", TaskDemand(network_mb=share, startup=False)),
+                (f"replica{i + 1}-disk", TaskDemand(write_mb=share, startup=False)),
             )
-            self._start(
-                target, node, run, f"replica{i + 1}-nic", TaskDemand(network_mb=share, startup=False), now
-            )
-            self._start(
-                target, node, run, f"replica{i + 1}-disk", TaskDemand(write_mb=share, startup=False), now
-            )
+            self._start(target, node, run, flows + ((send(i + 1),) if i + 1 < len(targets) else ()), now)
 
     def start_early_reduce(self, node: str, run: Running, job: Job, now: float) -> None:
         """shuffleWhileMapsRun: the reduce's process starts now (its start-up a side flow; its memory is taken
@@ -137,7 +151,7 @@ class SideFlows:
             run.queued_mb += self.dataflow.fetch_mb(
                 run.attempt.task, node, source, mb, self.job_output[job.id]
             )
-        self._start(node, node, run, "start", TaskDemand(), now)
+        self._start(node, node, run, (("start", TaskDemand()),), now)
 
     def _fetch(self, node: str, run: Running, mb: float, now: float) -> None:
         """Copy ``mb`` more: added to the fetch still running, if any (one flow per reduce at a time, as its
@@ -151,9 +165,8 @@ class SideFlows:
             self.reschedule(node)
             return
         run.fetching = f"{run.model_id}~fetch{next(self.ids)}"
-        self._start(
-            node, node, run, run.fetching.split("~")[-1], TaskDemand(network_mb=mb, startup=False), now
-        )
+        what = run.fetching.split("~")[-1]
+        self._start(node, node, run, ((what, TaskDemand(network_mb=mb, startup=False)),), now)
 
     def map_output(self, job: Job, source: str, output_mb: float) -> None:
         """A map of ``job`` ended on ``source``: each early reduce's partition of it waits for the reduce to learn
