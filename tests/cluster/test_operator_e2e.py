@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube, wait_for
 from tests.operatorhelpers import (
+    CRDS,
     SMALL_TASKS,
     OperatorProcess,
     apply,
@@ -138,6 +141,17 @@ def test_invalid_jobs_are_rejected_with_the_schemas_message(kube: Kube, namespac
         ),
         (dict(workload={"app": "nosuch"}, output={"path": "o"}), 'Unsupported value: "nosuch"'),
     ]
+    # Quantities the apiserver's CEL quantity library refuses (each once stopped every job's scheduling).
+    pi: dict[str, Any] = dict(workload={"app": "pi", "parameters": {"samples": 10}}, output={"path": "o"})
+    for kind, field, value in [
+        ("map", "cpu", "abc"),
+        ("reduce", "memory", "12xyz"),
+        ("map", "cpu", "0"),
+        ("map", "memory", "-1Gi"),
+        ("reduce", "cpu", 0),
+    ]:
+        message = f"spec.resources.{kind}.{field}: Invalid value"
+        cases.append(({**pi, "resources": {kind: {field: value}}}, message))
     for spec, message in cases:
         result = apply(kube, namespace, job_manifest("bad", **spec), check=False)
         assert result.returncode != 0 and message in result.stderr, (spec, result.stderr)
@@ -152,6 +166,90 @@ def test_invalid_jobs_are_rejected_with_the_schemas_message(kube: Kube, namespac
     )
     result = apply(kube, namespace, changed, check=False)
     assert result.returncode != 0 and "spec is immutable" in result.stderr
+
+
+def _without_quantity_rules(schema: object) -> object:
+    """The CRD as an older chart shipped it: no CEL rule on the CPU and memory quantities."""
+    if isinstance(schema, dict):
+        return {
+            k: _without_quantity_rules(v)
+            for k, v in schema.items()
+            if not (k == "x-kubernetes-validations" and "x-kubernetes-int-or-string" in schema)
+        }
+    if isinstance(schema, list):
+        return [_without_quantity_rules(v) for v in schema]
+    return schema
+
+
+def test_a_job_the_operator_cannot_read_fails_alone_and_the_others_run(
+    kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess
+) -> None:
+    """A job with a malformed quantity (created while the CRD had no rule for it, as before an upgrade) and
+    another tenant's pod with a legal but unusual one (memory 100m: a tenth of a byte) used to make every round
+    fail with ValueError, so that no job got a phase. Now the bad job alone fails, saying why, and a valid job
+    applied next runs to the end."""
+    emulate({"medium": 1}, mode="process")
+    crd = yaml.safe_load((CRDS / "mrsched.dev_mapreducejobs.yaml").read_text())
+    kube.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(_without_quantity_rules(crd)),
+    )
+    try:
+        bad = job_manifest(
+            "bad-cpu",
+            workload={"app": "pi", "parameters": {"samples": 10}},
+            output={"path": "bad"},
+            resources={"map": {"cpu": "abc"}},
+        )
+        wait_for(lambda: apply(kube, namespace, bad, check=False).returncode == 0, 30, "the old CRD to serve")
+    finally:
+        apply_crds(kube)
+    kube.kubectl(
+        "apply",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "another-tenant"},
+                "spec": {
+                    "nodeName": "a-node-that-is-not-ours",
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "app",
+                            "resources": {"requests": {"cpu": "100m", "memory": "100m"}},
+                        }
+                    ],
+                },
+            }
+        ),
+    )
+    apply(
+        kube,
+        namespace,
+        job_manifest("good", workload={"app": "pi", "parameters": {"samples": 10}}, output={"path": "good"}),
+    )
+    job = wait_phase(kube, namespace, "bad-cpu", ("Succeeded", "Failed"), 60)
+    assert job["status"]["phase"] == "Failed" and job["status"]["reason"] == "InvalidSpec", job["status"]
+    assert "spec.resources.map.cpu: 'abc' is not a Kubernetes quantity" in job["status"]["message"]
+    failed = {c["type"]: c for c in job["status"]["conditions"]}["Failed"]
+    assert failed["status"] == "True" and failed["reason"] == "InvalidSpec"
+    assert not task_pods(kube, namespace, "bad-cpu")
+    job = wait_phase(kube, namespace, "good", ("Succeeded", "Failed"), 120)
+    assert job["status"]["phase"] == "Succeeded", job["status"]
+    events = kube.kubectl(
+        "get", "events", "-n", namespace, "--field-selector", "involvedObject.name=bad-cpu"
+    ).stdout
+    assert "InvalidSpec" in events
+    assert 'mrsched_job_errors_total{stage="spec"} 1.0' in operator.metrics()
 
 
 def test_failed_task_is_retried_and_exhausted_backoff_fails_the_job(

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
+
+from kubernetes.utils import parse_quantity
 
 from mrsched.core.model import Hints, Resources
 
@@ -14,6 +17,11 @@ KIND = "MapReduceJob"
 
 #: Applications whose maps write the job's output themselves (no reduces).
 MAP_ONLY_APPS = frozenset({"randomwriter", "randomtextwriter", "teragen", "jio"})
+
+
+class InvalidSpec(ValueError):
+    """A spec the CRD schema let through that the operator cannot run (a malformed quantity): the job fails with
+    this message (reason ``InvalidSpec``) and every other job goes on."""
 
 
 @dataclass(frozen=True)
@@ -95,8 +103,8 @@ class JobSpec:
             policy=spec.get("policy", ""),
             map_hints=_hints(hints.get("map")),
             reduce_hints=_hints(hints.get("reduce")),
-            map_resources=_resources(resources.get("map")),
-            reduce_resources=_resources(resources.get("reduce")),
+            map_resources=_resources(resources.get("map"), "map"),
+            reduce_resources=_resources(resources.get("reduce"), "reduce"),
             backoff_limit=int(spec.get("backoffLimit", 3)),
             reduce_slowstart=float(spec.get("reduceSlowStart", 0.05)),
             ttl_after_finished_s=spec.get("ttlSecondsAfterFinished"),
@@ -126,33 +134,37 @@ def _hints(raw: dict[str, Any] | None) -> Hints:
     )
 
 
-def _resources(raw: dict[str, Any] | None) -> Resources:
+def _resources(raw: dict[str, Any] | None, kind: str) -> Resources:
     raw = raw or {}
-    return Resources(cpu=parse_cpu(raw.get("cpu", "1")), memory_mb=parse_memory_mb(raw.get("memory", "1Gi")))
+    values = {}
+    for name, default, parse in (("cpu", "1", parse_cpu), ("memory", "1Gi", parse_memory_mb)):
+        value = raw.get(name, default)
+        try:
+            values[name] = parse(value)
+        except ValueError as err:
+            raise InvalidSpec(f"spec.resources.{kind}.{name}: {err}") from err
+        if not 0 < values[name] < float("inf"):
+            raise InvalidSpec(f"spec.resources.{kind}.{name}: {value!r} must be a positive quantity")
+    return Resources(cpu=values["cpu"], memory_mb=values["memory"])
 
 
-_MEMORY_UNITS = {
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-}
+def quantity(value: str | int | float) -> Decimal:
+    """A Kubernetes quantity (``500m``, ``1.5Gi``, ``2``, ``1e3``; the kubernetes client's ``parse_quantity``);
+    a ValueError that quotes it when it is none."""
+    try:
+        parsed: Decimal = parse_quantity(value)  # type: ignore[no-untyped-call]
+        return parsed
+    except (ValueError, TypeError, ArithmeticError) as err:
+        raise ValueError(
+            f"{value!r} is not a Kubernetes quantity (a number with an optional suffix: 500m, 2, 512Mi, 1G)"
+        ) from err
 
 
 def parse_cpu(value: str | int | float) -> float:
     """A Kubernetes CPU quantity in cores: ``500m`` is 0.5."""
-    text = str(value)
-    return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+    return float(quantity(value))
 
 
 def parse_memory_mb(value: str | int | float) -> float:
     """A Kubernetes memory quantity in MiB."""
-    text = str(value)
-    for unit, factor in sorted(_MEMORY_UNITS.items(), key=lambda u: -len(u[0])):
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * factor / 2**20
-    return float(text) / 2**20
+    return float(quantity(value)) / 2**20

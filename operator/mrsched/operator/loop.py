@@ -28,6 +28,7 @@ from mrsched.operator import status as job_status
 from mrsched.operator.canary import CanaryGate, busy_nodes, canary_explanation, canary_spec
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.health import NodeHealthReporter, untolerated_degraded
+from mrsched.operator.jobspec import InvalidSpec
 from mrsched.operator.jobstate import JobState, TaskState, parse_time
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.metrics import OperatorMetrics
@@ -148,14 +149,24 @@ class SchedulingLoop:
                 attempts[uid].append(attempt)
                 pods_by_name[f"{pod['metadata']['namespace']}/{attempt.name}"] = pod
         bodies = self.api.list_jobs()
-        states = [(body, JobState.build(body, attempts.get(body["metadata"]["uid"], []))) for body in bodies]
-        stats.jobs = len(states)
+        stats.jobs = len(bodies)
+        phases: dict[str, int] = defaultdict(int)
+        states: list[tuple[dict[str, Any], JobState]] = []
+        for body in bodies:
+            try:
+                states.append((body, JobState.build(body, attempts.get(body["metadata"]["uid"], []))))
+            except InvalidSpec as err:
+                phases[self._refuse(body, str(err), now)] += 1
 
         active: list[tuple[dict[str, Any], JobState]] = []
-        phases: dict[str, int] = defaultdict(int)
         racks = {name: info.node.rack for name, info in workers.items()}
-        for body, state in states:
-            phase = self._reconcile(body, state, workers, racks, now, stats)
+        for body, state in list(states):
+            try:
+                phase = self._reconcile(body, state, workers, racks, now, stats)
+            except Exception as err:  # one job's fault (a 429 on its status patch) must not stop the others
+                self._job_error(body, "reconcile", err)
+                states.remove((body, state))  # nothing is learnt or placed from a state not written
+                phase = str((body.get("status") or {}).get("phase") or "Pending")
             phases[phase] += 1
             if phase in ("Pending", "Running"):
                 active.append((body, state))
@@ -308,6 +319,32 @@ class SchedulingLoop:
                 self.api.delete_job(spec.namespace, spec.name)
         state.status = new
         return verdict.phase
+
+    def _refuse(self, body: dict[str, Any], message: str, now: float) -> str:
+        """A job whose spec cannot run (jobspec.InvalidSpec): Failed, saying why, once; other jobs go on."""
+        old = dict(body.get("status") or {})
+        if old.get("reason") == "InvalidSpec":
+            return "Failed"
+        meta = body["metadata"]
+        log.warning("%s/%s cannot run: %s", meta["namespace"], meta["name"], message)
+        self.metrics.job_errors.labels("spec").inc()
+        try:
+            self.api.patch_job_status(meta["namespace"], meta["name"], job_status.invalid(old, message, now))
+            self.api.event(body, "Warning", "InvalidSpec", message)
+        except Exception as err:  # written again next round
+            self._job_error(body, "spec", err)
+        return "Failed"
+
+    def _job_error(self, body: dict[str, Any], stage: str, err: Exception) -> None:
+        """An error in one job's part of the round: logged, counted, and an Event on the job when the API takes
+        one; the round goes on for the other jobs."""
+        meta = body["metadata"]
+        log.error("%s/%s: %s failed: %s", meta["namespace"], meta["name"], stage, err, exc_info=err)
+        self.metrics.job_errors.labels(stage).inc()
+        try:
+            self.api.event(body, "Warning", "ReconcileError", f"{stage}: {type(err).__name__}: {err}")
+        except Exception:  # the API refusing the event too (throttled): the log and the metric have it
+            log.debug("no event for %s/%s's error", meta["namespace"], meta["name"], exc_info=True)
 
     def _announce_failures(self, body: dict[str, Any], state: JobState) -> None:
         for task in state.every_task():

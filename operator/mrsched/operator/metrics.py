@@ -43,6 +43,12 @@ class OperatorMetrics:
             "Canary maps started on nodes tainted as degraded, to see whether they recovered",
             registry=r,
         )
+        self.job_errors = Counter(
+            "mrsched_job_errors_total",
+            "Errors in one job's part of a round (its spec, its reconcile); the round went on for the others",
+            ["stage"],
+            registry=r,
+        )
         self.bind_errors = Counter(
             "mrsched_binding_errors_total", "Pod creations that failed", ["reason"], registry=r
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,36 @@ RACK_LABEL = "topology.mrsched.dev/rack"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 MAP_SLOTS_LABEL = "mrsched.dev/map-slots"
 REDUCE_SLOTS_LABEL = "mrsched.dev/reduce-slots"
+
+log = logging.getLogger("mrsched.snapshot")
+_warned: set[str] = set()  # each unreadable value is logged once, not every round
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s", message)
+
+
+def _quantity_or(parse: Any, value: Any, default: float, where: str) -> float:
+    """A quantity another owner wrote (a node's allocatable, another tenant's pod): one that cannot be read is
+    logged and counts as ``default``, never an error that would stop the round for every job."""
+    try:
+        return float(parse(value))
+    except ValueError as err:
+        _warn_once(f"{where}: {err}; counted as {default:g}")
+        return default
+
+
+def _slots(labels: dict[str, str], label: str, default: int, node: str) -> int:
+    """A node's slots label (set by its owner with kubectl label): not a whole number >= 0, the default."""
+    value = labels.get(label)
+    if value is None:
+        return default
+    if value.isdigit():
+        return int(value)
+    _warn_once(f"node {node}: label {label}={value!r} is not a whole number; using {default} slots")
+    return default
 
 
 @dataclass(frozen=True)
@@ -42,16 +73,19 @@ def read_node(body: dict[str, Any], config: OperatorConfig) -> NodeInfo:
     ready = any(
         c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
     )
+    name = meta["name"]
     node = Node(
-        name=meta["name"],
-        cores=max(1, int(parse_cpu(allocatable.get("cpu", "1")))),
-        memory_mb=parse_memory_mb(allocatable.get("memory", "1Gi")),
+        name=name,
+        cores=max(1, int(_quantity_or(parse_cpu, allocatable.get("cpu", "1"), 1, f"node {name} cpu"))),
+        memory_mb=_quantity_or(
+            parse_memory_mb, allocatable.get("memory", "1Gi"), 1024, f"node {name} memory (MiB)"
+        ),
         rack=labels.get(RACK_LABEL, "rack-1"),
         zone=labels.get(ZONE_LABEL, "zone-a"),
         labels=tuple(sorted(labels.items())),
         node_class=labels.get(CLASS_LABEL, ""),
-        map_slots=int(labels.get(MAP_SLOTS_LABEL, config.map_slots)),
-        reduce_slots=int(labels.get(REDUCE_SLOTS_LABEL, config.reduce_slots)),
+        map_slots=_slots(labels, MAP_SLOTS_LABEL, config.map_slots, name),
+        reduce_slots=_slots(labels, REDUCE_SLOTS_LABEL, config.reduce_slots, name),
     )
     return NodeInfo(
         node, ready, not spec.get("unschedulable", False), tuple(spec.get("taints") or ()), labels
@@ -207,8 +241,13 @@ def requested(pods: list[dict[str, Any]]) -> dict[str, Resources]:
         if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         acc = used.setdefault(node, [0.0, 0.0])
+        where = (
+            f"pod {(pod.get('metadata') or {}).get('namespace')}/{(pod.get('metadata') or {}).get('name')}"
+        )
         for container in (pod.get("spec") or {}).get("containers") or []:
             req = (container.get("resources") or {}).get("requests") or {}
-            acc[0] += parse_cpu(req.get("cpu", "0"))
-            acc[1] += parse_memory_mb(req.get("memory", "0"))
+            acc[0] += _quantity_or(parse_cpu, req.get("cpu", "0"), 0, f"{where} cpu request")
+            acc[1] += _quantity_or(
+                parse_memory_mb, req.get("memory", "0"), 0, f"{where} memory request (MiB)"
+            )
     return {n: Resources(cpu=c, memory_mb=m) for n, (c, m) in used.items()}

@@ -236,3 +236,25 @@ def compute(
             transitions.append(Transition("Warning" if kind == "Failed" else "Normal", reason, message))
     status["conditions"] = conditions
     return status, transitions
+
+
+def invalid(old: dict[str, Any], message: str, now: float) -> dict[str, Any]:
+    """The status of a job whose spec the operator cannot run (``jobspec.InvalidSpec``): Failed, reason
+    InvalidSpec, saying why; the spec is immutable, so it never runs."""
+    previous = {c["type"]: c for c in old.get("conditions") or []}.get("Failed")
+    since = previous["lastTransitionTime"] if previous and previous.get("status") == "True" else rfc3339(now)
+    return {
+        "phase": "Failed",
+        "reason": "InvalidSpec",
+        "message": message,
+        "completionTime": old.get("completionTime") or rfc3339(now),
+        "conditions": [
+            {
+                "type": "Failed",
+                "status": "True",
+                "reason": "InvalidSpec",
+                "message": message,
+                "lastTransitionTime": since,
+            }
+        ],
+    }
