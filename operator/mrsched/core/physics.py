@@ -373,7 +373,8 @@ class NodeModel:
             self._finished.append(TaskOutcome(task_id, now, now, task.usage))
         else:
             self._running[task_id] = task
-            self._memory_mb = None
+            if demand.memory_mb:  # a data transfer's side flow holds none: the sum stands exactly
+                self._memory_mb = None
             self._invalidate()
         return True
 
@@ -397,7 +398,8 @@ class NodeModel:
         """Kill a running task at ``now``; returns what it had consumed, or None if it was not running."""
         self.advance(now)
         task = self._running.pop(task_id, None)
-        self._memory_mb = None
+        if task is not None and task.demand.memory_mb:
+            self._memory_mb = None
         self._invalidate()
         return task.usage if task else None
 
@@ -658,7 +660,8 @@ class NodeModel:
         for task in list(self._running.values()):
             if self._skip_empty_phases(task):
                 del self._running[task.task_id]
-                self._memory_mb = None
+                if task.demand.memory_mb:
+                    self._memory_mb = None
                 self._finished.append(TaskOutcome(task.task_id, task.started_s, self.now, task.usage))
 
 

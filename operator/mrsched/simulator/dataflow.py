@@ -16,6 +16,7 @@ demand is its measured time and nothing else (``base_demand``).
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from dataclasses import replace
 
 from mrsched.core.catalog import application, expand_layout
@@ -121,12 +122,25 @@ class DataFlow:
         """NIC work (MB, cross-rack bytes weighted as in :meth:`demand`) for the reduce on ``node`` to copy its
         partition of ``output_mb`` of map output on ``source``, of ``job_output_mb`` the job's maps write in all.
         Zero from its own node: that part is read from the local disk when the reduce runs."""
-        if source == node or job_output_mb <= 0:
-            return 0.0
-        share = reduce.input_mb * output_mb / job_output_mb
-        if self.nodes[source].rack == self.nodes[node].rack:
-            return share
-        return share * self.cross_rack_cost[node]
+        return self.fetch_each([(reduce, node)], source, output_mb, job_output_mb)[0]
+
+    def fetch_each(
+        self, reduces: Iterable[tuple[Task, str]], source: str, output_mb: float, job_output_mb: float
+    ) -> list[float]:
+        """:meth:`fetch_mb` of each (reduce, its node), in one pass: every early reduce of a job when one of its
+        maps ends."""
+        if job_output_mb <= 0:
+            return [0.0 for _ in reduces]
+        nodes, cross = self.nodes, self.cross_rack_cost
+        rack = nodes[source].rack
+        out = []
+        for reduce, node in reduces:
+            if node == source:
+                out.append(0.0)
+                continue
+            share = reduce.input_mb * output_mb / job_output_mb
+            out.append(share if nodes[node].rack == rack else share * cross[node])
+        return out
 
     def replica_for(self, task: Task, node: str) -> str | None:
         """The replica a remote map on ``node`` reads from: one in its rack when there is one, else the first

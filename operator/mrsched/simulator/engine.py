@@ -333,5 +333,5 @@ class Simulation(AttemptLifecycle):
             self.snapshot.metrics[node] = self.metrics.read(node, now)
         if not self.policy.idle(self.snapshot):
             self._apply(self.policy.schedule_round(self.snapshot, [node]), now)
-        if self.speculator.enabled:
+        if self.speculator.enabled and self.speculator.running:
             self._speculate(node, now)

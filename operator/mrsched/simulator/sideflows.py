@@ -171,12 +171,18 @@ class SideFlows:
     def map_output(self, job: Job, source: str, output_mb: float) -> None:
         """A map of ``job`` ended on ``source``: each early reduce's partition of it waits for the reduce to learn
         of it (its node's next :meth:`poll`, or the end of its start-up)."""
-        for node, run in self.waiting.get(job.id, ()):
-            run.queued_mb += self.dataflow.fetch_mb(
-                run.attempt.task, node, source, output_mb, self.job_output[job.id]
-            )
+        waiting = self.waiting.get(job.id, ())
+        shares = self.dataflow.fetch_each(
+            [(run.attempt.task, node) for node, run in waiting], source, output_mb, self.job_output[job.id]
+        )
+        unpolled = self.unpolled
+        for (node, run), mb in zip(waiting, shares, strict=True):
+            run.queued_mb += mb
             if run.started_up:
-                self.unpolled.setdefault(node, {})[run.model_id] = run
+                polled = unpolled.get(node)
+                if polled is None:
+                    polled = unpolled[node] = {}
+                polled[run.model_id] = run
 
     def poll(self, node: str, now: float) -> None:
         """``node``'s early reduces learn of the maps that ended since they last asked, and fetch their share."""
