@@ -152,6 +152,28 @@ def test_invalid_jobs_are_rejected_with_the_schemas_message(kube: Kube, namespac
     ]:
         message = f"spec.resources.{kind}.{field}: Invalid value"
         cases.append(({**pi, "resources": {kind: {field: value}}}, message))
+    # Paths that would leave the data volume (another tenant's output, /etc).
+    relative = "must be a path relative to the data volume, without '..'"
+    cases += [
+        (
+            {**pi, "output": {"path": "../other-namespace/out"}},
+            f'spec.output.path: Invalid value: "../other-namespace/out": {relative}',
+        ),
+        ({**pi, "output": {"path": "/etc"}}, relative),
+        ({**pi, "output": {"path": "a/../../b"}}, relative),
+        (
+            dict(workload={"app": "wordcount"}, input={"paths": ["ok", "../x"]}, output={"path": "o"}),
+            'spec.input.paths[1]: Invalid value: "../x"',
+        ),
+        (
+            dict(
+                workload={"app": "wordcount"},
+                input={"splits": [{"path": "/etc/passwd", "length": 9}]},
+                output={"path": "o"},
+            ),
+            'spec.input.splits[0].path: Invalid value: "/etc/passwd"',
+        ),
+    ]
     for spec, message in cases:
         result = apply(kube, namespace, job_manifest("bad", **spec), check=False)
         assert result.returncode != 0 and message in result.stderr, (spec, result.stderr)
