@@ -166,7 +166,8 @@ class SchedulingLoop:
             except Exception as err:  # one job's fault (a 429 on its status patch) must not stop the others
                 self._job_error(body, "reconcile", err)
                 states.remove((body, state))  # nothing is learnt or placed from a state not written
-                phase = str((body.get("status") or {}).get("phase") or "Pending")
+                phases[str((body.get("status") or {}).get("phase") or "Pending")] += 1
+                continue
             phases[phase] += 1
             if phase in ("Pending", "Running"):
                 active.append((body, state))

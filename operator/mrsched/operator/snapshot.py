@@ -23,6 +23,8 @@ _warned: set[str] = set()  # each unreadable value is logged once, not every rou
 
 def _warn_once(message: str) -> None:
     if message not in _warned:
+        if len(_warned) >= 10_000:  # bounded: a long-running operator sees many pods come and go
+            _warned.clear()
         _warned.add(message)
         log.warning("%s", message)
 
