@@ -3,6 +3,8 @@ against independent computations."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -373,3 +375,32 @@ def test_operator_killed_mid_job_resumes_and_counts_each_task_once(
     )
     values = dict(line.split("\t") for line in (data / "pi" / "part-r-00000").read_text().splitlines())
     assert int(values["samples"]) == 6 * 200000, "every map counted exactly once"
+
+
+def test_a_stopped_leader_hands_the_lease_over_at_once(
+    kube: Kube, namespace: str, operator: OperatorProcess, tmp_path: Path
+) -> None:
+    """A leader stopped cleanly (SIGTERM, as a rolling update does) releases the Lease: it has no holder the moment
+    the process is gone, and the standby leads at its next try, well before the 15 s lease would expire."""
+
+    def holder() -> str:
+        lease = json.loads(
+            kube.kubectl("get", "lease", "mrsched-leader", "-n", namespace, "-o", "json").stdout
+        )
+        return str(lease["spec"].get("holderIdentity") or "")
+
+    wait_for(lambda: holder().endswith(f"-{operator.proc.pid}"), 30, "the first operator to lead")
+    standby = start_operator(kube, namespace, tmp_path / "standby")
+    try:
+        time.sleep(2)  # the standby has tried and found the Lease held
+        assert holder().endswith(f"-{operator.proc.pid}")
+        operator.stop()
+        stopped = time.monotonic()
+        after = holder()
+        assert after == "" or after.endswith(f"-{standby.proc.pid}"), after
+        assert "released the leader Lease" in operator.logs()
+        wait_for(lambda: holder().endswith(f"-{standby.proc.pid}"), 12, "the standby to lead")
+        # The standby retries every lease_s / 3 = 5 s: without the release it would wait out the 15 s lease.
+        assert time.monotonic() - stopped < 8.0
+    finally:
+        standby.stop()

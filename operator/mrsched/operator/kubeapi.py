@@ -371,7 +371,7 @@ class ClusterApi:
         expired = renewed is None or now - _parse_time(renewed) > int(
             spec.get("leaseDurationSeconds", lease_s)
         )
-        if holder != identity and not expired:
+        if holder and holder != identity and not expired:  # no holder: released, free at once
             return False
         spec = {**spec, "holderIdentity": identity, "renewTime": stamp, "leaseDurationSeconds": lease_s}
         if holder != identity:
@@ -379,6 +379,22 @@ class ClusterApi:
             spec["leaseTransitions"] = int(spec.get("leaseTransitions", 0)) + 1
         lease["spec"] = spec
         try:  # replace with the read resourceVersion: a concurrent taker makes this fail with 409
+            _json(self.coordination.replace_namespaced_lease(name, namespace, lease, _preload_content=False))
+        except ApiException as err:
+            if err.status == 409:
+                return False
+            raise
+        return True
+
+    def release_lead(self, namespace: str, name: str, identity: str) -> bool:
+        """Give up the Lease on a clean shutdown (as client-go's ``ReleaseOnCancel``): no holder, so a standby
+        takes over at its next try instead of waiting out the lease. False when another identity holds it."""
+        lease = _json(self.coordination.read_namespaced_lease(name, namespace, _preload_content=False))
+        spec = lease.get("spec") or {}
+        if spec.get("holderIdentity") != identity:
+            return False
+        lease["spec"] = {**spec, "holderIdentity": None}
+        try:  # with the read resourceVersion: never clears a holder that took over meanwhile
             _json(self.coordination.replace_namespaced_lease(name, namespace, lease, _preload_content=False))
         except ApiException as err:
             if err.status == 409:

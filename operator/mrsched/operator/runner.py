@@ -52,6 +52,14 @@ class OperatorRunner:
         self.loop.stop()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        if self.leading and (self._thread is None or not self._thread.is_alive()):
+            # The loop has stopped placing: hand the Lease over now, not after lease_s.
+            try:
+                if self.api.release_lead(self.lease_namespace, self.lease_name, self.identity):
+                    log.info("released the leader Lease %s/%s", self.lease_namespace, self.lease_name)
+            except Exception:
+                log.exception("cannot release the leader Lease; a standby takes over when it expires")
+            self.leading = False
 
     def _run(self) -> None:
         while not self._stop.is_set():
