@@ -378,13 +378,7 @@ class ClusterApi:
             spec["acquireTime"] = stamp
             spec["leaseTransitions"] = int(spec.get("leaseTransitions", 0)) + 1
         lease["spec"] = spec
-        try:  # replace with the read resourceVersion: a concurrent taker makes this fail with 409
-            _json(self.coordination.replace_namespaced_lease(name, namespace, lease, _preload_content=False))
-        except ApiException as err:
-            if err.status == 409:
-                return False
-            raise
-        return True
+        return self._replace_lease(namespace, name, lease)
 
     def release_lead(self, namespace: str, name: str, identity: str) -> bool:
         """Give up the Lease on a clean shutdown (as client-go's ``ReleaseOnCancel``): no holder, so a standby
@@ -394,7 +388,12 @@ class ClusterApi:
         if spec.get("holderIdentity") != identity:
             return False
         lease["spec"] = {**spec, "holderIdentity": None}
-        try:  # with the read resourceVersion: never clears a holder that took over meanwhile
+        return self._replace_lease(namespace, name, lease)
+
+    def _replace_lease(self, namespace: str, name: str, lease: dict[str, Any]) -> bool:
+        """Write ``lease`` back with the resourceVersion it was read at; False (409) when another instance wrote
+        it meanwhile: a concurrent taker wins, and a release never clears a holder that took over."""
+        try:
             _json(self.coordination.replace_namespaced_lease(name, namespace, lease, _preload_content=False))
         except ApiException as err:
             if err.status == 409:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +30,11 @@ def _warn_once(message: str) -> None:
         log.warning("%s", message)
 
 
-def _quantity_or(parse: Any, value: Any, default: float, where: str) -> float:
+def _quantity_or(parse: Callable[[Any], float], value: Any, default: float, where: str) -> float:
     """A quantity another owner wrote (a node's allocatable, another tenant's pod): one that cannot be read is
     logged and counts as ``default``, never an error that would stop the round for every job."""
     try:
-        return float(parse(value))
+        return parse(value)
     except ValueError as err:
         _warn_once(f"{where}: {err}; counted as {default:g}")
         return default
