@@ -150,6 +150,8 @@ def generate(harness: Harness, sizes: dict[str, float], parts: int) -> None:
             harness.run_together(
                 [["map", "--index", str(i), *common] for i in range(first, last)], f"gen-{source}-{first}"
             )
+        # A map-only job's parts reach its output directory when the job commits (workers/mrworker/committer.py).
+        harness.run_together([["commit-job", *common]], f"gen-{source}-commit")
         print(f"generated {source}: {parts} x {mb:g} MB ({app})", flush=True)
 
 

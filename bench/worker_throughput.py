@@ -50,22 +50,14 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="mrsched-bench-") as tmp:
         data, log = Path(tmp), Path(tmp) / "report.json"
-        gen = ["map", "--reduces", "0", "--bytes-per-map", str(size)]
-        worker(data, log, *gen, "--app", "randomtextwriter", "--output", "text")
-        worker(data, log, *gen, "--app", "randomwriter", "--output", "random")
-        worker(
-            data,
-            log,
-            "map",
-            "--app",
-            "teragen",
-            "--reduces",
-            "0",
-            "--rows",
-            str(size // 100),
-            "--output",
-            "tera",
-        )
+        # Each input by a one-map generator job: its map, then its commit, which publishes the part.
+        for app, output, amount in (
+            ("randomtextwriter", "text", ["--bytes-per-map", str(size)]),
+            ("randomwriter", "random", ["--bytes-per-map", str(size)]),
+            ("teragen", "tera", ["--rows", str(size // 100)]),
+        ):
+            for command in ("map", "commit-job"):
+                worker(data, log, command, "--app", app, "--reduces", "0", *amount, "--output", output)
 
         runs = [
             ("wordcount", "text", [], 30.0),

@@ -12,12 +12,17 @@ JOB = ["--maps", "2", "--reduces", "2", "--input", "in", "--output", "out", "--s
 
 
 def _teragen(worker: Worker, rows: int) -> list[bytes]:
-    worker.run("map", "--app", "teragen", "--reduces", "0", "--rows", str(rows), "--output", "in")
+    worker.job("teragen", maps=1, reduces=0, output="in", args=["--rows", str(rows)])
     return input_lines(worker.data / "in")
 
 
+def _intermediate(worker: Worker) -> Path:
+    """The job directory by default, for the job uid a run by hand has ("manual")."""
+    return worker.data / "out" / "_temporary" / "manual" / "intermediate"
+
+
 def _work_dir(worker: Worker, task: str, attempt: int) -> Path:
-    return worker.data / "out" / "_temporary" / "intermediate" / "_temporary" / f"{task}.a{attempt}"
+    return _intermediate(worker) / "_temporary" / f"{task}.a{attempt}"
 
 
 def _finish(worker: Worker, skip_map: int | None = None) -> list[bytes]:
@@ -34,20 +39,21 @@ def test_map_killed_mid_write_then_retried_gives_exact_output(worker: Worker) ->
     records = _teragen(worker, 200_000)
     proc, _ = worker.start("map", "--app", "sort", "--index", "0", "--attempt", "0", *JOB)
     kill_when(proc, lambda: (_work_dir(worker, "map-00000", 0) / "spill-0003").exists())
-    intermediate = worker.data / "out" / "_temporary" / "intermediate"
-    assert not (intermediate / "map-00000").exists(), "a killed attempt commits nothing"
+    assert not (_intermediate(worker) / "map-00000").exists(), "a killed attempt commits nothing"
     assert _work_dir(worker, "map-00000", 0).exists(), "SIGKILL left the attempt's partial spills behind"
 
     retry = worker.run("map", "--app", "sort", "--index", "0", "--attempt", "1", *JOB)
     assert retry.report["status"] == "succeeded"
-    assert not _work_dir(worker, "map-00000", 0).exists(), "the retry removed the dead attempt's scratch"
+    # The retry leaves its predecessor's scratch alone (it may still be running on a lost node) ...
+    assert _work_dir(worker, "map-00000", 0).exists(), "the retry never touches another attempt's scratch"
     assert _finish(worker, skip_map=0) == sorted(records)
+    assert not _intermediate(worker).exists(), "... and the job commit removes it with the job directory"
 
 
 def test_duplicate_map_attempt_after_commit_changes_nothing(worker: Worker) -> None:
     records = _teragen(worker, 20_000)
     worker.run("map", "--app", "sort", "--index", "1", "--attempt", "0", *JOB)
-    committed = worker.data / "out" / "_temporary" / "intermediate" / "map-00001" / "out"
+    committed = _intermediate(worker) / "map-00001" / "out"
     before = committed.stat()
     duplicate = worker.run("map", "--app", "sort", "--index", "1", "--attempt", "1", *JOB)
     assert duplicate.report["status"] == "succeeded"
@@ -60,10 +66,11 @@ def test_reduce_killed_mid_write_then_retried(worker: Worker) -> None:
     records = _teragen(worker, 200_000)
     for m in range(2):
         worker.run("map", "--app", "sort", "--index", str(m), *JOB)
-    staged = worker.data / "out" / "_temporary" / "part-r-00000.a0"
+    staged = worker.data / "out" / "_temporary" / "manual" / "_attempts" / "part-r-00000.a0"
     proc, _ = worker.start("reduce", "--app", "sort", "--index", "0", "--attempt", "0", *JOB)
     kill_when(proc, lambda: staged.exists() and staged.stat().st_size > 1 << 20)
     assert not (worker.data / "out" / "part-r-00000").exists(), "a killed reduce publishes no part"
+    assert not (worker.data / "out" / "_temporary" / "manual" / "part-r-00000").exists()
 
     worker.run("reduce", "--app", "sort", "--index", "0", "--attempt", "1", *JOB)
     worker.run("reduce", "--app", "sort", "--index", "1", *JOB)
@@ -72,6 +79,7 @@ def test_reduce_killed_mid_write_then_retried(worker: Worker) -> None:
     out = sorted(line for p in parts(worker.data / "out") for line in p.read_bytes().split(b"\n")[:-1])
     assert out == sorted(records)
     assert sorted(p.name for p in (worker.data / "out").iterdir()) == [
+        "_JOB",
         "_SUCCESS",
         "part-r-00000",
         "part-r-00001",

@@ -92,7 +92,9 @@ def test_task_type_and_coordinates_from_the_environment(worker: Worker) -> None:
     }
     result = worker.run(env=env)
     assert result.report["status"] == "succeeded" and result.report["recordsIn"] > 0
-    assert (worker.data / "o" / "_temporary" / "intermediate" / "map-00001" / "index.json").exists()
+    assert (
+        worker.data / "o" / "_temporary" / "manual" / "intermediate" / "map-00001" / "index.json"
+    ).exists()
 
 
 def test_report_is_what_the_operator_parses_and_stays_under_4_kib(worker: Worker) -> None:

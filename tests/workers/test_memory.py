@@ -6,7 +6,7 @@ from tests.workers.image import Worker
 
 
 def _peak(worker: Worker, rows: int, app: str) -> int:
-    worker.run("map", "--app", "teragen", "--reduces", "0", "--rows", str(rows), "--output", f"in-{rows}")
+    worker.job("teragen", maps=1, reduces=0, output=f"in-{rows}", args=["--rows", str(rows)])
     result = worker.run(
         "map",
         "--app",

@@ -2,15 +2,16 @@
 
 Every option can also come from the environment (``MRSCHED_<NAME>``, listed in ``--help``), which is how the
 operator passes a task's coordinates; arguments win over the environment. Exit codes: 0 done, 1 the task
-failed (bad input, missing map output, I/O error), 2 bad arguments, 143 terminated by SIGTERM. Whatever the
-outcome, the usage report goes to the termination-message path and to stdout.
+failed (bad input, missing map output, I/O error), 2 bad arguments, 3 the job cannot run with this output
+(it exists and is another job's or nobody's, and the job did not say ``--overwrite``; or another job took
+it over meanwhile: permanent, the operator fails the job instead of retrying), 143 terminated by SIGTERM.
+Whatever the outcome, the usage report goes to the termination-message path and to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import signal
 import sys
 import traceback
@@ -19,8 +20,9 @@ from types import FrameType
 from typing import NoReturn
 
 from mrworker.apps import APPS
-from mrworker.errors import TaskError, Terminated, UsageError
-from mrworker.layout import durable
+from mrworker.committer import commit_job as commit_output
+from mrworker.errors import OutputConflict, TaskError, Terminated, UsageError
+from mrworker.layout import checked_id
 from mrworker.probe import PROBE_KINDS, Probe, run_probe
 from mrworker.report import Counters, render, write
 from mrworker.splits import Split, resolve
@@ -59,6 +61,15 @@ def _env_float(name: str, default: float) -> float:
         raise UsageError(f"MRSCHED_{name}={value!r} is not a number") from None
 
 
+def _env_bool(name: str) -> bool:
+    value = (_env(name) or "").strip().lower()
+    if value in {"true", "1", "yes"}:
+        return True
+    if value in {"", "false", "0", "no"}:
+        return False
+    raise UsageError(f"MRSCHED_{name}={value!r} is not a boolean (true, 1, yes; false, 0, no)")
+
+
 def _env_list(name: str) -> list[str]:
     value = _env(name)
     return [v for v in value.split(",") if v] if value else []
@@ -80,6 +91,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--app", default=_env("APP"), choices=sorted(APPS), help="the application (MRSCHED_APP)")
     p.add_argument("--index", type=int, default=_env_int("TASK_INDEX", 0), help="task index within its type")
     p.add_argument("--attempt", type=int, default=_env_int("ATTEMPT", 0), help="attempt number, from 0")
+    p.add_argument(
+        "--job-uid",
+        default=_env("JOB_UID", "manual"),
+        help="the job's unique id: it owns the output (default 'manual', for runs by hand)",
+    )
+    p.add_argument(
+        "--attempt-id",
+        default=_env("ATTEMPT_ID"),
+        help="this attempt's unique id, names its scratch and temporary files (the pod's UID; default a<attempt>)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        default=_env_bool("OVERWRITE"),
+        help="replace an existing output that is not this job's (MRSCHED_OVERWRITE=true); default: refuse it",
+    )
     p.add_argument("--maps", type=int, default=_env_int("MAPS", 1), help="number of map tasks in the job")
     p.add_argument("--reduces", type=int, default=_env_int("REDUCES", 1), help="number of reduce tasks")
     p.add_argument(
@@ -192,8 +219,13 @@ def build_task(args: argparse.Namespace, counters: Counters) -> Task:
         raise UsageError(f"--index {args.index} is outside 0..{count - 1} for a {args.command} of this job")
     if args.attempt < 0 or args.sort_buffer_mb < 1 or args.merge_factor < 2:
         raise UsageError("--attempt must be >= 0, --sort-buffer-mb >= 1 and --merge-factor >= 2")
+    job_uid = checked_id(args.job_uid or "", "--job-uid")
+    attempt_id = checked_id(
+        f"a{args.attempt}" if args.attempt_id is None else args.attempt_id, "--attempt-id"
+    )
     data_dir: Path = args.data_dir
     output = resolve(args.output, data_dir)
+    default_job_dir = output / "_temporary" / job_uid / "intermediate"
     return Task(
         app=args.app,
         kind=args.command,
@@ -202,7 +234,7 @@ def build_task(args: argparse.Namespace, counters: Counters) -> Task:
         maps=args.maps,
         reduces=args.reduces,
         data_dir=data_dir,
-        job_dir=resolve(args.job_dir, data_dir) if args.job_dir else output / "_temporary" / "intermediate",
+        job_dir=resolve(args.job_dir, data_dir) if args.job_dir else default_job_dir,
         output=output,
         inputs=[resolve(i, data_dir) for i in args.input or _env_list("INPUT")],
         splits=[Split.parse(s, data_dir) for s in args.split or _env_list("SPLITS")] or None,
@@ -216,8 +248,20 @@ def build_task(args: argparse.Namespace, counters: Counters) -> Task:
         output_factor=args.output_factor,
         seed=args.seed,
         wait_for_maps_s=args.wait_for_maps,
+        job_uid=job_uid,
+        attempt_id=attempt_id,
+        overwrite=args.overwrite,
+        shown_output=_shown(output, data_dir),
         counters=counters,
     )
+
+
+def _shown(path: Path, data_dir: Path) -> str:
+    """``path`` as the job's spec names it: relative to the data volume when it is on it."""
+    try:
+        return str(path.relative_to(data_dir))
+    except ValueError:
+        return str(path)
 
 
 def run(task: Task) -> None:
@@ -227,6 +271,10 @@ def run(task: Task) -> None:
         return
     if task.kind == "reduce" and app.map_only:
         raise UsageError(f"{task.app} is map-only: it has no reduce tasks")
+    output = task.output_dir
+    output.claim(overwrite=task.overwrite, started=task.job_dir.exists)
+    if output.committed():
+        return  # a duplicate attempt outliving its job's commit: everything it would write is there
     paths = task.paths
     paths.prepare()
     try:
@@ -239,19 +287,11 @@ def run(task: Task) -> None:
 
 
 def commit_job(task: Task, *, map_only: bool) -> None:
-    """Hadoop's commitJob: check every part is there, drop temporary and intermediate data, mark _SUCCESS."""
+    """Hadoop's commitJob: every part of this job's run into the output, temporary and intermediate data
+    removed, ``_SUCCESS`` last (``mrworker.committer.commit_job``); idempotent."""
     count = task.maps if map_only else task.reduces
     names = [f"part-{'m' if map_only else 'r'}-{i:05d}" for i in range(count)]
-    missing = [n for n in names if not (task.output / n).exists()]
-    if missing and not (task.output / "_SUCCESS").exists():
-        raise TaskError(
-            f"cannot commit the job: {len(missing)} part(s) missing, e.g. {', '.join(missing[:5])}"
-        )
-    shutil.rmtree(task.job_dir, ignore_errors=True)
-    shutil.rmtree(task.output / "_temporary", ignore_errors=True)
-    success = task.output / "_SUCCESS"
-    success.touch()
-    durable(success)
+    commit_output(task.output_dir, task.job_dir, names, overwrite=task.overwrite)
     task.counters.records_out = count
 
 
@@ -273,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
             run(build_task(args, counters))
     except UsageError as err:
         error, code = str(err), 2
+    except OutputConflict as err:
+        error, code = str(err), 3
     except TaskError as err:
         error, code = str(err), 1
     except Terminated:

@@ -1,4 +1,5 @@
-"""The two ways a task fails on purpose: a bad invocation, or input/data that cannot be processed."""
+"""The ways a task fails on purpose: a bad invocation, input/data that cannot be processed, or an output
+directory that belongs to someone else."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ class TaskError(Exception):
 
 class UsageError(TaskError):
     """The arguments or environment are wrong; exit code 2, like a command-line usage error."""
+
+
+class OutputConflict(TaskError):
+    """The job cannot run with this output: it exists and is not this job's, or another job took it over
+    while this one ran. Exit code 3, which the operator treats as permanent (retrying cannot help)."""
 
 
 class Terminated(BaseException):

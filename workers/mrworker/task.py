@@ -1,5 +1,5 @@
 """One task attempt as the operator describes it, and the steps every application shares: reading the split,
-committing map output, fetching a reduce's segments, committing a part file."""
+committing map output, fetching a reduce's segments, committing a part file into the job's own area."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from mrworker.collect import CountCollector
+from mrworker.committer import OutputDir
 from mrworker.errors import UsageError
 from mrworker.layout import Attempt, commit_directory, commit_file, durable
 from mrworker.report import Counters
@@ -49,11 +50,22 @@ class Task:
     rows: int = 0
     seed: int = 0
     wait_for_maps_s: float = 0.0
+    job_uid: str = "manual"
+    attempt_id: str = ""  # default: "a<attempt>"
+    overwrite: bool = False
+    shown_output: str = ""  # the output as messages name it
     counters: Counters = field(default_factory=Counters)
+
+    def __post_init__(self) -> None:
+        self.attempt_id = self.attempt_id or f"a{self.attempt}"
 
     @property
     def paths(self) -> Attempt:
-        return Attempt(self.job_dir, self.output, self.kind, self.index, self.attempt)
+        return Attempt(self.job_dir, self.output, self.kind, self.index, self.job_uid, self.attempt_id)
+
+    @property
+    def output_dir(self) -> OutputDir:
+        return OutputDir(self.output, self.job_uid, self.attempt_id, self.shown_output)
 
     # -- map side ------------------------------------------------------------------------------------------
 
@@ -130,13 +142,26 @@ class Task:
     # -- output --------------------------------------------------------------------------------------------
 
     def commit_part(self, write: Callable[[Sink], None], *, map_only: bool = False) -> None:
-        """Write this task's part file under its attempt name, then publish it (first attempt wins)."""
-        staged = self.paths.temporary_part(map_only)
-        with open(staged, "wb") as out:
-            write(_Counted(out, self.counters))
-            out.flush()
-            os.fsync(out.fileno())
-        commit_file(staged, self.output / self.paths.part_name(map_only))
+        """Write this task's part file under its attempt's own name, then publish it into the job's
+        committed-task area (first attempt wins); ``commit-job`` moves it into the output.
+
+        The output must still be this job's when the part is published: a job that replaced it meanwhile
+        owns it now (OutputConflict, exit 3).
+        """
+        paths, output = self.paths, self.output_dir
+        output.check()
+        staged = paths.temporary_part(map_only)
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with open(staged, "wb") as out:
+                write(_Counted(out, self.counters))
+                out.flush()
+                os.fsync(out.fileno())
+            output.check()
+        except BaseException:
+            staged.unlink(missing_ok=True)
+            raise
+        commit_file(staged, paths.committed_part(map_only))
 
 
 class _Counted:
