@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Debian packages the harness needs: Prometheus 2.42 (scrapes the node emulator). Idempotent.
+# Debian packages the harness needs: Prometheus 2.42 (scrapes the node emulator) and libfaketime (an operator
+# replica with a skewed clock, tests/chaos/test_leadership.py). Idempotent.
 set -euo pipefail
 missing=()
 command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ] || missing+=(prometheus)
+command -v faketime >/dev/null 2>&1 || missing+=(faketime)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "system packages present"
   exit 0

@@ -11,6 +11,8 @@ A test run killed before its teardown leaves its cluster behind; the next run re
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import uuid
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from mrsched.core.catalog import ClusterLayout, NodeGroup
 from mrsched.localcluster.cluster import EmulatorHandle, LocalCluster, reap_abandoned
@@ -79,6 +82,23 @@ def namespace(kube: Kube) -> Iterator[str]:
     name = f"t-{uuid.uuid4().hex[:8]}"
     kube.core.create_namespace({"metadata": {"name": name}}, _preload_content=False).data  # noqa: B018
     yield name
+    delete_namespace(kube, name)
+
+
+def delete_namespace(kube: Kube, name: str) -> None:
+    """Delete a test's namespace. The operator is stopped by now, so the task pods' finalizer (which it removes
+    once a pod's outcome is recorded) is removed here, or the namespace would stay Terminating."""
+    pods = kube.core.list_namespaced_pod(name, _preload_content=False)
+    for pod in json.loads(pods.data)["items"]:
+        if "mrsched.dev/task-record" in (pod["metadata"].get("finalizers") or []):
+            with contextlib.suppress(ApiException):  # gone meanwhile
+                kube.core.patch_namespaced_pod(
+                    pod["metadata"]["name"],
+                    name,
+                    [{"op": "remove", "path": "/metadata/finalizers"}],
+                    _content_type="application/json-patch+json",
+                    _preload_content=False,
+                ).read()
     kube.core.delete_namespace(name, _preload_content=False).data  # noqa: B018
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -66,6 +67,7 @@ def start_operator(
     policy: str = "fair",
     extra: tuple[str, ...] = (),
     kubeconfig: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> OperatorProcess:
     """The operator as a process watching ``namespace`` (its Lease there too), as ``kube``'s identity or, with
     ``kubeconfig``, as another one (a ServiceAccount's token, to test the chart's RBAC)."""
@@ -94,7 +96,7 @@ def start_operator(
         *extra,
     ]
     with open(log, "wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     handle = OperatorProcess(proc, log, metrics_port, liveness_port, args)
 
     def ready() -> bool:

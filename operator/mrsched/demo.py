@@ -123,7 +123,7 @@ class Demo:
             "PLACEMENT:.metadata.annotations.mrsched\\.dev/placement",
         )
         counts: Counter[str] = Counter()
-        for part in sorted((data / "data" / "demo" / "counts").glob("part-r-*")):
+        for part in sorted((data / "data" / "namespaces" / NAMESPACE / "demo" / "counts").glob("part-r-*")):
             for line in part.read_text().splitlines():
                 word, _, n = line.rpartition("\t")
                 counts[word] += int(n)

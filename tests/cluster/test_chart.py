@@ -141,7 +141,9 @@ def test_chart_lints_strictly_and_renders_a_least_privilege_operator(helm: Helm)
     (cluster_role,) = by_kind(docs, "ClusterRole")
     granted = {(r, v) for rule in cluster_role["rules"] for r in rule["resources"] for v in rule["verbs"]}
     assert ("mapreducejobs/status", "patch") in granted and ("pods", "create") in granted
-    assert not any(v in {"*", "get", "update", "patch"} for r, v in granted if r in {"nodes", "pods"})
+    assert not any(v in {"*", "get", "update", "patch"} for r, v in granted if r == "nodes")
+    # Pods: patch only to remove the task-record finalizer; never get (pods are listed), update or exec.
+    assert {v for r, v in granted if r == "pods"} == {"list", "watch", "create", "delete", "patch"}
     roles = {r["metadata"]["name"].rsplit("-", 1)[-1]: r for r in by_kind(docs, "Role")}
     assert sorted(roles) == ["events", "leader", "probes"]
     assert {r["metadata"]["namespace"] for n, r in roles.items() if n != "events"} == {"mrsched-system"}
@@ -436,7 +438,7 @@ def test_operator_runs_a_job_with_only_the_charts_permissions(
         whoami.close()
 
     nodes = emulate({"small": 1, "medium": 1}, mode="process")
-    data = tmp_path / "data" / "data"
+    data = tmp_path / "data" / "data" / "namespaces" / namespace
     corpus = text_corpus(data / "text", files=2, lines=500)
     operator = start_operator(kube, namespace, tmp_path / "logs", kubeconfig=config)
     try:
@@ -499,6 +501,7 @@ def test_what_the_chart_does_not_grant_is_refused(
             ("watch", "namespaces"),
             ("create", "pods", "-n", namespace),
             ("delete", "pods", "-n", namespace),
+            ("patch", "pods", "-n", namespace),  # the task-record finalizer, once recorded
             ("watch", "mapreducejobs.mrsched.dev", "-n", namespace),
             ("patch", "mapreducejobs.mrsched.dev", "--subresource=status", "-n", namespace),
             ("create", "events", "-n", namespace),
@@ -511,7 +514,8 @@ def test_what_the_chart_does_not_grant_is_refused(
             ("get", "secrets", "-n", namespace),
             ("create", "pods", "-n", "default"),  # only the watched namespace
             ("watch", "pods", "--all-namespaces"),
-            ("patch", "pods", "-n", namespace),
+            ("patch", "pods", "-n", "default"),  # only the watched namespace
+            ("get", "pods", "-n", namespace),
             ("create", "pods", "--subresource=exec", "-n", namespace),
             ("patch", "mapreducejobs.mrsched.dev", "-n", namespace),  # spec: only the status subresource
             ("create", "mapreducejobs.mrsched.dev", "-n", namespace),

@@ -42,7 +42,8 @@ def test_wordcount_and_terasort_through_the_operator(
     kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess, tmp_path: Path
 ) -> None:
     nodes = emulate({"small": 1, "large": 1}, mode="process")
-    data = tmp_path / "data" / "data"  # process mode maps the pod's "data" volume to <data_dir>/data
+    # Process mode maps the pod's "data" volume to <data_dir>/data; a job's paths are in its namespace's home.
+    data = tmp_path / "data" / "data" / "namespaces" / namespace
     corpus = text_corpus(data / "text", files=2, lines=2000)
 
     apply(
@@ -77,6 +78,7 @@ def test_wordcount_and_terasort_through_the_operator(
     # The job commit ran after the last reduce: _SUCCESS written, map outputs and scratch removed.
     assert (data / "out" / "wc" / "_SUCCESS").exists()
     assert sorted(p.name for p in (data / "out" / "wc").iterdir()) == [
+        "_JOB",
         "_SUCCESS",
         "part-r-00000",
         "part-r-00001",
@@ -280,7 +282,7 @@ def test_failed_task_is_retried_and_exhausted_backoff_fails_the_job(
     kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess, tmp_path: Path
 ) -> None:
     emulate({"medium": 1}, mode="process")
-    data = tmp_path / "data" / "data"
+    data = tmp_path / "data" / "data" / "namespaces" / namespace
     apply(
         kube,
         namespace,
@@ -345,7 +347,7 @@ def test_operator_killed_mid_job_resumes_and_counts_each_task_once(
     kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess, tmp_path: Path
 ) -> None:
     emulate({"medium": 1}, mode="process")  # 2 map slots: six maps run in three waves
-    data = tmp_path / "data" / "data"
+    data = tmp_path / "data" / "data" / "namespaces" / namespace
     apply(
         kube,
         namespace,
@@ -370,9 +372,12 @@ def test_operator_killed_mid_job_resumes_and_counts_each_task_once(
     assert job["status"]["phase"] == "Succeeded", job["status"]
     assert job["status"]["maps"] == {"total": 6, "pending": 0, "running": 0, "succeeded": 6, "failed": 0}
     names = sorted(p["metadata"]["name"] for p in task_pods(kube, namespace, "pi"))
-    assert names == ["pi-c00000-a0", *(f"pi-m{i:05d}-a0" for i in range(6)), "pi-r00000-a0"], (
-        "one attempt per task, no orphan"
-    )
+    uid = job["metadata"]["uid"][:5]
+    assert names == [
+        f"pi-{uid}-c00000-a0",
+        *(f"pi-{uid}-m{i:05d}-a0" for i in range(6)),
+        f"pi-{uid}-r00000-a0",
+    ], "one attempt per task, no orphan"
     values = dict(line.split("\t") for line in (data / "pi" / "part-r-00000").read_text().splitlines())
     assert int(values["samples"]) == 6 * 200000, "every map counted exactly once"
 

@@ -61,10 +61,11 @@ the release namespace too, so releases of the same name in two namespaces do not
 watchNamespaces is empty, else a Role in each). */}}
 {{- define "mrsched.jobRules" -}}
 # Task pods: kopf watches them (wakes the loop), the loop creates them already bound and deletes lost,
-# stuck or failed attempts (listing is the ClusterRole's, below).
+# stuck or failed attempts (listing is the ClusterRole's, below); patch only removes the mrsched.dev/task-record
+# finalizer once a pod's outcome is in its job's status (a JSON patch tested against the finalizer).
 - apiGroups: [""]
   resources: [pods]
-  verbs: [watch, create, delete]
+  verbs: [watch, create, delete, patch]
 # MapReduceJobs: kopf watches them, the loop lists them every round and deletes those past
 # ttlSecondsAfterFinished.
 - apiGroups: [mrsched.dev]

@@ -389,7 +389,10 @@ class Emulator:
         key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         if event == "DELETED":
             maps = self._map_pods.get(job, {})
-            maps.pop(key, None)
+            if key in maps and not maps[key].succeeded:
+                del maps[key]
+            # A succeeded map's output stays on the shared volume when its pod is deleted (the pod GC, a user):
+            # its reduces still fetch it, as they would the worker's committed map-NNNNN directory.
             if not maps:
                 self._map_pods.pop(job, None)
             return

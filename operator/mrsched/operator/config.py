@@ -41,6 +41,10 @@ class OperatorConfig(BaseModel):
     backoff_max_s: float = Field(60.0, ge=0)
     #: A task pod still not running after this long is given up and retried elsewhere.
     pending_timeout_s: float = Field(300.0, gt=0)
+    #: A task on a NotReady node is given up (its pod deleted with its grace period, never forced, and the task
+    #: placed again) only after the node has been NotReady this long: the node lifecycle controller's default
+    #: toleration of ``node.kubernetes.io/not-ready`` (300 s), so a kubelet restart costs nothing.
+    node_lost_grace_s: float = Field(300.0, ge=0)
     #: Prometheus for node metrics (empty: no live metrics; policies see them as missing).
     prometheus_url: str = ""
     #: PromQL per node metric (keys: load1, cpu_utilisation, memory_available_mb, disk_bytes_per_s,

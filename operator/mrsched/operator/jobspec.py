@@ -18,6 +18,11 @@ KIND = "MapReduceJob"
 #: Applications whose maps write the job's output themselves (no reduces).
 MAP_ONLY_APPS = frozenset({"randomwriter", "randomtextwriter", "teragen", "jio"})
 
+#: Every namespace's home on the data volume: a job's input and output paths are relative to
+#: ``namespaces/<namespace>/`` (Hadoop resolves relative paths in ``/user/<name>``), so that two tenants using
+#: the same ``output.path`` never meet, and no job reads or overwrites another namespace's data.
+NAMESPACES_ROOT = "namespaces"
+
 
 class InvalidSpec(ValueError):
     """A spec the CRD schema let through that the operator cannot run (a malformed quantity): the job fails with
@@ -41,6 +46,8 @@ class JobSpec:
     maps: int
     reduces: int
     output: str
+    #: Replace an existing output directory (Hadoop refuses one; so do we, unless the job says so).
+    overwrite: bool = False
     input_paths: tuple[str, ...] = ()
     splits: tuple[Split, ...] = ()
     parameters: dict[str, str] = field(default_factory=dict)
@@ -67,6 +74,19 @@ class JobSpec:
         return f"{self.namespace}/{self.name}"
 
     @property
+    def home(self) -> str:
+        """The namespace's directory on the data volume; the job's paths are relative to it."""
+        return f"{NAMESPACES_ROOT}/{self.namespace}"
+
+    def on_volume(self, path: str) -> str:
+        """A path of the spec (input, split, output) as the worker sees it: relative to the data volume."""
+        return f"{self.home}/{path}"
+
+    @property
+    def output_dir(self) -> str:
+        return self.on_volume(self.output)
+
+    @property
     def job_dir(self) -> str:
         """Intermediate data on the shared volume, unique per job object (a recreated job starts clean)."""
         return f".mrsched/jobs/{self.namespace}/{self.name}-{self.uid[:8]}"
@@ -91,6 +111,7 @@ class JobSpec:
             maps=int(spec.get("maps", len(splits) or 1)),
             reduces=0 if app in MAP_ONLY_APPS else int(spec.get("reduces", 1)),
             output=(spec.get("output") or {}).get("path", f"output/{meta['name']}"),
+            overwrite=bool((spec.get("output") or {}).get("overwrite", False)),
             input_paths=tuple(data_in.get("paths") or ()),
             splits=splits,
             parameters={k: str(v) for k, v in (workload.get("parameters") or {}).items()},

@@ -19,7 +19,12 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from mrsched.operator.jobspec import API_GROUP, API_VERSION, KIND, PLURAL
-from mrsched.operator.pods import JOB_LABEL
+from mrsched.operator.pods import JOB_LABEL, JOB_UID_LABEL
+
+
+class PodNameTaken(RuntimeError):
+    """A create found a pod of the same name that belongs to another job (another uid): not ours, not done."""
+
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -197,10 +202,49 @@ class ClusterApi:
         resp = self.api.call_api(method, url, header_params=headers, body=pod)
         resp.read()  # whole, so that the connection goes back to the pool; the created pod is not needed
         if resp.status == 409:
-            return False
+            return self._ours_already(pod)
         if not 200 <= resp.status <= 299:
             raise ApiException.from_response(http_resp=resp, body=None, data=None)
         return True
+
+    def remove_finalizer(self, namespace: str, name: str, index: int, finalizer: str) -> None:
+        """Remove ``finalizer``, found at ``index`` of the pod's list: a JSON patch that tests it is still there,
+        so that a list changed meanwhile is never cut at the wrong place (422: the next round reads it again)."""
+        path = f"/metadata/finalizers/{index}"
+        try:
+            self.core.patch_namespaced_pod(
+                name,
+                namespace,
+                [{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}],
+                _content_type="application/json-patch+json",
+                _request_timeout=REQUEST_TIMEOUT_S,
+                _preload_content=False,
+            ).read()
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+    def _ours_already(self, pod: dict[str, Any]) -> bool:
+        """After a 409: False when the pod that exists is this very attempt (a retried create); PodNameTaken when
+        it belongs to another job, which must not count as this attempt's start."""
+        meta = pod["metadata"]
+        # A list by name, not a get: the operator's RBAC lists pods and never reads one by name.
+        found = _json(
+            self.core.list_namespaced_pod(
+                meta["namespace"],
+                field_selector=f"metadata.name={meta['name']}",
+                _request_timeout=REQUEST_TIMEOUT_S,
+                _preload_content=False,
+            )
+        )["items"]
+        if not found:  # gone since: the next round creates the attempt again
+            return False
+        theirs = (found[0]["metadata"].get("labels") or {}).get(JOB_UID_LABEL)
+        if theirs != meta["labels"][JOB_UID_LABEL]:
+            raise PodNameTaken(
+                f"pod {meta['namespace']}/{meta['name']} exists and belongs to job uid {theirs}"
+            )
+        return False
 
     def delete_pod(self, namespace: str, name: str, *, grace_s: int | None = None) -> None:
         try:

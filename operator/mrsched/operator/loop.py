@@ -25,6 +25,7 @@ from mrsched.core.model import Explanation, Job, Node, NodeMetrics, Placement, T
 from mrsched.core.policy import Policy, registered
 from mrsched.operator import snapshot as snap
 from mrsched.operator import status as job_status
+from mrsched.operator import tracking
 from mrsched.operator.canary import CanaryGate, busy_nodes, canary_explanation, canary_spec
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.health import NodeHealthReporter, untolerated_degraded
@@ -33,7 +34,16 @@ from mrsched.operator.jobstate import JobState, TaskState, parse_time
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.nodemetrics import NodeMetricsSource, prometheus_query
-from mrsched.operator.pods import JOB_UID_LABEL, PodAttempt, read_attempt, task_pod
+from mrsched.operator.pods import (
+    ATTEMPT_LABEL,
+    INDEX_LABEL,
+    JOB_UID_LABEL,
+    TRACKING_FINALIZER,
+    TYPE_LABEL,
+    PodAttempt,
+    read_attempt,
+    task_pod,
+)
 from mrsched.operator.probes import ProbeRunner
 from mrsched.operator.profiles import ProfileStore
 from mrsched.policies import make_policy
@@ -74,12 +84,13 @@ class SchedulingLoop:
         self._stop = threading.Event()
         self._version = 0
         self._jobs: dict[str, Job] = {}  # by uid: the same objects every round (policies index their tasks)
-        self._known_jobs: set[str] = set()
+        # What this process has told the policies, by job uid; forgotten once the job is gone (``_forget``).
+        self._known_jobs: dict[str, str] = {}  # uid -> the job's policy
         self._finished_jobs: set[str] = set()
-        self._seen_outcomes: set[str] = set()
+        self._seen_outcomes: dict[str, set[str]] = defaultdict(set)  # uid -> attempts seen finished
         self._unschedulable: set[str] = set()  # pods whose kube-scheduler verdict was announced
+        self._not_ready_seen: dict[str, float] = {}  # NotReady nodes without a transition time: first seen
         self._metrics_status: dict[str, str] = {}  # node -> its metrics' status at the last read
-        self._first_round = True
         self._pool = ThreadPoolExecutor(config.create_workers, thread_name_prefix="create")
         self.healthy_at = 0.0
         self.profiles = ProfileStore(api, clock)
@@ -160,6 +171,7 @@ class SchedulingLoop:
 
         active: list[tuple[dict[str, Any], JobState]] = []
         racks = {name: info.node.rack for name, info in workers.items()}
+        recorded: set[str] = set()  # jobs whose status now holds what their pods showed this round
         for body, state in list(states):
             try:
                 phase = self._reconcile(body, state, workers, racks, now, stats)
@@ -168,11 +180,19 @@ class SchedulingLoop:
                 states.remove((body, state))  # nothing is learnt or placed from a state not written
                 phases[str((body.get("status") or {}).get("phase") or "Pending")] += 1
                 continue
+            recorded.add(state.spec.uid)
             phases[phase] += 1
             if phase in ("Pending", "Running"):
                 active.append((body, state))
+        present = {body["metadata"]["uid"] for body in bodies}
+        departed = {uid for uid in attempts if uid not in present} | {
+            s.spec.uid for _, s in states if s.deleting
+        }
+        up = {name for name, info in workers.items() if info.ready}
+        self._release(list(pods_by_name.values()), recorded, departed, up)
         for phase in ("Pending", "Running", "Succeeded", "Failed"):
             self.metrics.jobs.labels(phase).set(phases.get(phase, 0))
+        self._forget({body["metadata"]["uid"] for body in bodies}, now)
         self._learn(states, now)
         probing = self._probe(workers)
         usable = {name: info for name, info in usable.items() if name not in probing}
@@ -186,7 +206,6 @@ class SchedulingLoop:
             usable = {name: info for name, info in usable.items() if name not in tainted or name in canaries}
         self._place(active, usable, list(pods_by_name.values()), now, stats, canaries)
         self._save_profiles(workers)
-        self._first_round = False
         stats.seconds = time.monotonic() - started
         self.metrics.loop_seconds.observe(stats.seconds)
         self.metrics.last_round.set(self.clock())
@@ -265,28 +284,37 @@ class SchedulingLoop:
         if not state.finished_phase:
             for task in state.every_task():
                 for attempt in task.live:
-                    lost = attempt.node is not None and (
-                        attempt.node not in workers or not workers[attempt.node].ready
-                    )
+                    gone = attempt.node is not None and attempt.node not in workers
+                    lost = gone or self._node_lost(attempt.node, workers, now)
                     stuck = (
                         attempt.phase == "Pending"
                         and attempt.started is None
                         and (now - attempt.created > self.config.pending_timeout_s)
                     )
-                    if attempt.unschedulable and f"{spec.key}/{attempt.name}" not in self._unschedulable:
-                        self._unschedulable.add(f"{spec.key}/{attempt.name}")
+                    if attempt.unschedulable and f"{spec.uid}/{attempt.name}" not in self._unschedulable:
+                        self._unschedulable.add(f"{spec.uid}/{attempt.name}")
                         self.api.event(
                             body, "Warning", "TaskUnschedulable", f"{attempt.name}: {attempt.message}"
                         )
                     if attempt.fatal_waiting:
                         fatal = f"pod {attempt.name} cannot start: {attempt.reason}: {attempt.message}"
                     elif lost or stuck:
-                        why = f"node {attempt.node} is gone or NotReady" if lost else "pending too long"
+                        why = (
+                            f"node {attempt.node} is gone"
+                            if gone
+                            else f"node {attempt.node} NotReady for {self.config.node_lost_grace_s:.0f} s"
+                            if lost
+                            else "pending too long"
+                        )
                         log.info("retrying %s/%s: %s", spec.namespace, attempt.name, why)
                         self.api.event(
                             body, "Warning", "TaskRescheduled", f"{attempt.name}: {why}; placing it again"
                         )
-                        self.api.delete_pod(spec.namespace, attempt.name, grace_s=0)
+                        # Never forced while its node may still run it: the kubelet ends it within its grace
+                        # period once back (the replacement shares no file with it: its scratch and temporary
+                        # names are keyed by the pod's uid). A Node that no longer exists runs nothing, and
+                        # the pod GC would force-delete its pods anyway.
+                        self.api.delete_pod(spec.namespace, attempt.name, grace_s=0 if gone else None)
                         stats.deleted += 1
                         task.attempts.remove(attempt)
                         task.attempts.append(_lost(attempt))
@@ -321,6 +349,15 @@ class SchedulingLoop:
         state.status = new
         return verdict.phase
 
+    def _node_lost(self, node: str | None, workers: dict[str, snap.NodeInfo], now: float) -> bool:
+        """The node has been NotReady for ``node_lost_grace_s``: since its Ready condition's last transition,
+        else since this operator first saw it NotReady (taint-based eviction's timing, not the first miss)."""
+        if node is None or node not in workers or workers[node].ready:
+            self._not_ready_seen.pop(node or "", None)
+            return False
+        since = workers[node].not_ready_since or self._not_ready_seen.setdefault(node, now)
+        return now - since >= self.config.node_lost_grace_s
+
     def _refuse(self, body: dict[str, Any], message: str, now: float) -> str:
         """A job whose spec cannot run (jobspec.InvalidSpec): Failed, saying why, once; other jobs go on."""
         old = dict(body.get("status") or {})
@@ -350,16 +387,15 @@ class SchedulingLoop:
     def _announce_failures(self, body: dict[str, Any], state: JobState) -> None:
         for task in state.every_task():
             for attempt in task.failures:
-                key = f"{state.spec.uid}/{attempt.name}"
-                if key in self._seen_outcomes or self._first_round:
-                    continue
+                if attempt.name in self._seen_outcomes[state.spec.uid] or task.outcome_recorded(attempt):
+                    continue  # announced already, by this operator or by one before a restart
                 why = attempt.report.error if attempt.report and attempt.report.error else attempt.message
                 self.api.event(
                     body,
                     "Warning",
                     "TaskFailed",
                     f"{attempt.name} on {attempt.node} failed (exit {attempt.exit_code}, {attempt.reason}): {why}; "
-                    f"{len(task.failures)} of {state.spec.backoff_limit + 1} attempts used",
+                    f"{task.failure_count} of {state.spec.backoff_limit + 1} attempts used",
                 )
 
     # learning ---------------------------------------------------------------------------------------------
@@ -373,20 +409,23 @@ class SchedulingLoop:
             policy = self.policy(spec.policy or self.config.policy)
             job = self._core_job(state, now)
             if spec.uid not in self._known_jobs:
-                self._known_jobs.add(spec.uid)
+                self._known_jobs[spec.uid] = spec.policy or self.config.policy
                 if not state.finished_phase:
                     policy.on_job_submitted(job, now)
+            seen = self._seen_outcomes[spec.uid]
             for task in state.tasks.values():
                 for attempt in task.attempts:
                     if attempt.phase not in ("Succeeded", "Failed") or attempt.rejected:
                         continue
-                    key = f"{spec.uid}/{attempt.name}"
-                    if key in self._seen_outcomes:
+                    if attempt.name in seen:
                         continue
-                    self._seen_outcomes.add(key)
+                    seen.add(attempt.name)
+                    if task.outcome_recorded(attempt):
+                        # Recorded in the job's status before this round: an earlier round (maybe of an operator
+                        # since restarted) counted and learnt it, and the policy's saved state has it. One that
+                        # finished while no operator ran is not recorded yet: it is learnt now, once.
+                        continue
                     self.metrics.tasks_finished.labels(task.kind, attempt.phase.lower()).inc()
-                    if self._first_round:
-                        continue  # learned before a restart; the policy's persisted state has it
                     outcome = _outcome(job, task, attempt, now)
                     policy.on_task_finished(outcome)
                     self.health.task_finished(spec.app, task.kind, outcome, now)
@@ -394,6 +433,20 @@ class SchedulingLoop:
                 self._finished_jobs.add(spec.uid)
                 policy.on_job_finished(job, now)
                 self._jobs.pop(spec.uid, None)
+                self._seen_outcomes.pop(spec.uid, None)  # recorded in its status: nothing more to learn
+
+    def _forget(self, present: AbstractSet[str], now: float) -> None:
+        """Drop what is remembered of jobs that no longer exist; a job deleted before it finished is finished
+        for its policy too (lsps would otherwise keep its user's share)."""
+        for uid in [u for u in self._known_jobs if u not in present]:
+            policy = self._known_jobs.pop(uid)
+            job = self._jobs.pop(uid, None)
+            if uid not in self._finished_jobs and job is not None:
+                self.policy(policy).on_job_finished(job, now)
+            self._finished_jobs.discard(uid)
+            self._seen_outcomes.pop(uid, None)
+        for key in [k for k in self._unschedulable if k.split("/", 1)[0] not in present]:
+            self._unschedulable.discard(key)
 
     def _core_job(self, state: JobState, now: float) -> Job:
         """The job's core object, kept across rounds; tasks that became schedulable again are announced."""
@@ -487,8 +540,58 @@ class SchedulingLoop:
             if unfit:  # pending again next round; the policy hears of it then (_core_job: on_task_requeued)
                 log.debug("%s: %d of %d placements did not fit their node", name, unfit, len(placements))
         creations += self._commits(active, usable, used, now)
-        for created in self._pool.map(self._create, creations):
+        for created in self._pool.map(self._create, self._record_attempts(active, creations)):
             stats.created += created
+
+    def _release(
+        self, pods: list[dict[str, Any]], recorded: set[str], departed: set[str], up: set[str]
+    ) -> None:
+        """Remove the tracking finalizer from the task pods whose outcome the job's status now holds (tracking)."""
+        done = []
+        for pod in pods:
+            index = tracking.tracked(pod)
+            if index is not None and tracking.releasable(pod, recorded, departed, up):
+                done.append((pod["metadata"]["namespace"], pod["metadata"]["name"], index))
+        for failed in self._pool.map(self._remove_finalizer, done):
+            if failed:
+                self.metrics.job_errors.labels("finalizer").inc()
+
+    def _remove_finalizer(self, where: tuple[str, str, int]) -> bool:
+        namespace, name, index = where
+        try:
+            self.api.remove_finalizer(namespace, name, index, TRACKING_FINALIZER)
+        except Exception as err:  # the next round tries again
+            log.warning("removing the finalizer of %s/%s: %s", namespace, name, err)
+            return True
+        return False
+
+    def _record_attempts(
+        self, active: list[tuple[dict[str, Any], JobState]], pods: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Write each job's attempts-to-be into its status (taskrecord) before any of its pods is created, so that
+        an attempt number is never used twice, whatever happens to the pods; a job whose write fails creates none
+        this round."""
+        by_job: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for pod in pods:
+            by_job[pod["metadata"]["labels"][JOB_UID_LABEL]].append(pod)
+        states = {state.spec.uid: (body, state) for body, state in active}
+        ready = []
+        for uid, created in by_job.items():
+            body, state = states[uid]
+            attempts = [
+                (labels[TYPE_LABEL], int(labels[INDEX_LABEL]), int(labels[ATTEMPT_LABEL]))
+                for labels in (pod["metadata"]["labels"] for pod in created)
+            ]
+            record = state.record(attempts)
+            try:
+                if record != state.status.get("tasks"):
+                    self.api.patch_job_status(state.spec.namespace, state.spec.name, {"tasks": record})
+            except Exception as err:  # placed again next round
+                self._job_error(body, "record", err)
+                continue
+            state.status["tasks"] = record
+            ready += created
+        return ready
 
     def _read_metrics(self, nodes: list[str]) -> dict[str, NodeMetrics]:
         """Prometheus's view of the nodes, each marked fresh, stale, missing or unavailable; an Event on the

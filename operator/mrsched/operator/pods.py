@@ -21,9 +21,13 @@ TYPE_LABEL = "mrsched.dev/task-type"
 INDEX_LABEL = "mrsched.dev/task-index"
 ATTEMPT_LABEL = "mrsched.dev/attempt"
 PLACEMENT_ANNOTATION = "mrsched.dev/placement"
+#: Held on every task pod until its outcome is in the job's status (``tracking``).
+TRACKING_FINALIZER = "mrsched.dev/task-record"
 DATA_VOLUME = "data"
 #: Kubelet rejections that say nothing about the task: the pod is placed again, not counted as a failure.
 REJECTIONS = ("OutOfcpu", "OutOfmemory", "OutOfpods", "NodeAffinity", "NodeLost", "Evicted", "Preempting")
+#: The worker's exit code for an output that exists and is not this job's (workers/mrworker/cli.py).
+OUTPUT_CONFLICT_EXIT = 3
 #: Waiting reasons that will not fix themselves.
 FATAL_WAITING = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError")
 
@@ -45,10 +49,11 @@ def data_volume(config: OperatorConfig) -> dict[str, Any]:
     return {"name": DATA_VOLUME, "hostPath": {"path": config.data_host_path, "type": "DirectoryOrCreate"}}
 
 
-def pod_name(job: str, kind: TaskType, index: int, attempt: int) -> str:
+def pod_name(job: str, uid: str, kind: TaskType, index: int, attempt: int) -> str:
     """Deterministic, so that a retried create of the same attempt is a harmless 409 (``-c00000-`` is the job
-    commit)."""
-    return f"{job}-{kind[0]}{index:05d}-a{attempt}"
+    commit); with the start of the job's uid, so that a pod left by an earlier job of the same name never takes
+    this job's name (``wordcount-3f2a9-m00004-a0``)."""
+    return f"{job}-{uid[:5]}-{kind[0]}{index:05d}-a{attempt}"
 
 
 def worker_command(kind: TaskType) -> str:
@@ -84,7 +89,12 @@ def task_pod(
         "imagePullPolicy": config.image_pull_policy,
         "command": list(spec.command or config.worker_command),
         "args": [worker_command(kind)],
-        "env": [{"name": k, "value": v} for k, v in task_env(spec, kind, index, attempt, config).items()],
+        "env": [
+            *({"name": k, "value": v} for k, v in task_env(spec, kind, index, attempt, config).items()),
+            # The attempt's own scratch and temporary names (workers/mrworker/layout.py): the pod's uid, so a
+            # replacement never shares a file with a predecessor that may still run on a NotReady node.
+            {"name": "MRSCHED_ATTEMPT_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
+        ],
         "resources": {
             "requests": {"cpu": f"{int(resources.cpu * 1000)}m", "memory": f"{int(resources.memory_mb)}Mi"},
             "limits": {"memory": f"{int(resources.memory_mb)}Mi"},
@@ -118,7 +128,7 @@ def task_pod(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": pod_name(spec.name, kind, index, attempt),
+            "name": pod_name(spec.name, spec.uid, kind, index, attempt),
             "namespace": spec.namespace,
             "labels": {
                 JOB_LABEL: spec.name,
@@ -129,6 +139,7 @@ def task_pod(
                 "app.kubernetes.io/managed-by": "mrsched",
             },
             "annotations": annotations,
+            "finalizers": [TRACKING_FINALIZER],
             "ownerReferences": [
                 {
                     "apiVersion": f"{API_GROUP}/{API_VERSION}",
@@ -156,14 +167,17 @@ def task_env(
         "MRSCHED_MAPS": str(spec.maps),
         "MRSCHED_REDUCES": str(spec.reduces),
         "MRSCHED_DATA_DIR": config.data_mount,
-        "MRSCHED_OUTPUT": spec.output,
+        "MRSCHED_OUTPUT": spec.output_dir,
         "MRSCHED_JOB_DIR": spec.job_dir,
+        "MRSCHED_JOB_UID": spec.uid,
         "MRSCHED_SORT_BUFFER_MB": str(spec.sort_buffer_mb),
     }
+    if spec.overwrite:
+        env["MRSCHED_OVERWRITE"] = "true"
     if spec.input_paths:
-        env["MRSCHED_INPUT"] = ",".join(spec.input_paths)
+        env["MRSCHED_INPUT"] = ",".join(spec.on_volume(p) for p in spec.input_paths)
     if kind == "map" and (split := spec.split_of(index)) is not None:
-        env["MRSCHED_SPLITS"] = f"{split.path}:{split.start}:{split.length}"
+        env["MRSCHED_SPLITS"] = f"{spec.on_volume(split.path)}:{split.start}:{split.length}"
         if split.hosts:
             env["MRSCHED_INPUT_HOSTS"] = ",".join(split.hosts)
     if kind == "reduce":
@@ -201,6 +215,9 @@ class PodAttempt:
     message: str = ""
     report: TaskReport | None = None
     deleting: bool = False
+    #: Ended by a disruption, not by its task: killed because the pod was deleted (a drain, an eviction, the
+    #: operator giving up a lost node's attempt) or marked ``DisruptionTarget`` by Kubernetes.
+    disrupted: bool = False
 
     @property
     def live(self) -> bool:
@@ -208,8 +225,9 @@ class PodAttempt:
 
     @property
     def rejected(self) -> bool:
-        """The node refused or lost the pod: not the task's fault, so not counted against its backoff."""
-        return self.phase == "Failed" and self.reason in REJECTIONS
+        """The node refused or lost the pod, or a disruption ended it: not the task's fault, so not counted
+        against its backoff."""
+        return self.phase == "Failed" and (self.reason in REJECTIONS or self.disrupted)
 
     @property
     def unschedulable(self) -> bool:
@@ -260,6 +278,17 @@ def read_attempt(pod: dict[str, Any]) -> PodAttempt | None:
             reason, message = cond.get("reason", ""), cond.get("message", "")
     if phase == "Failed" and finished is None:
         finished = parse_time(status.get("startTime")) or parse_time(meta.get("creationTimestamp"))
+    disrupted = any(
+        c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    if (deleted := parse_time(meta.get("deletionTimestamp"))) is not None and finished is not None:
+        # deletionTimestamp is when the grace period ends; the deletion was asked that long before. A pod that
+        # ended after it was asked to go was ended by the deletion. Whole seconds, and finishedAt comes from the
+        # kubelet's clock, the deletion from the apiserver's: a second of slack. A failure recorded in the job's
+        # status before the deletion still counts (taskrecord).
+        asked = deleted - float(meta.get("deletionGracePeriodSeconds") or 0)
+        disrupted = disrupted or finished >= asked - 1.0
     return PodAttempt(
         name=meta["name"],
         kind=kind,
@@ -275,4 +304,5 @@ def read_attempt(pod: dict[str, Any]) -> PodAttempt | None:
         message=message or "",
         report=report,
         deleting=bool(meta.get("deletionTimestamp")),
+        disrupted=phase == "Failed" and disrupted,
     )

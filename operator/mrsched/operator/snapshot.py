@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, NodeMetrics, Resources, Task
@@ -58,6 +59,8 @@ class NodeInfo:
     schedulable: bool
     taints: tuple[dict[str, Any], ...]
     labels: dict[str, str]
+    #: When the Ready condition last left True (its lastTransitionTime), while the node is not Ready.
+    not_ready_since: float | None = None
 
 
 def selector_matches(selector: str, labels: dict[str, str]) -> bool:
@@ -73,9 +76,11 @@ def read_node(body: dict[str, Any], config: OperatorConfig) -> NodeInfo:
     meta, spec, status = body["metadata"], body.get("spec") or {}, body.get("status") or {}
     labels = meta.get("labels") or {}
     allocatable = status.get("allocatable") or {}
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+    condition: dict[str, Any] = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {}
     )
+    ready = condition.get("status") == "True"
+    not_ready_since = None if ready else _timestamp(condition.get("lastTransitionTime"))
     name = meta["name"]
     node = Node(
         name=name,
@@ -91,8 +96,20 @@ def read_node(body: dict[str, Any], config: OperatorConfig) -> NodeInfo:
         reduce_slots=_slots(labels, REDUCE_SLOTS_LABEL, config.reduce_slots, name),
     )
     return NodeInfo(
-        node, ready, not spec.get("unschedulable", False), tuple(spec.get("taints") or ()), labels
+        node,
+        ready,
+        not spec.get("unschedulable", False),
+        tuple(spec.get("taints") or ()),
+        labels,
+        not_ready_since,
     )
+
+
+def _timestamp(text: str | None) -> float | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
+    except ValueError:
+        return None
 
 
 def tolerates(taints: tuple[dict[str, Any], ...], tolerations: tuple[dict[str, Any], ...]) -> bool:

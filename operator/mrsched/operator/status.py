@@ -39,15 +39,18 @@ def decide(state: JobState, fatal: str = "") -> Verdict:
         return Verdict(state.finished_phase, state.status.get("reason", ""), state.status.get("message", ""))
     if fatal:
         return Verdict("Failed", "PodCannotStart", fatal)
+    if (refused := state.output_refused()) is not None:
+        why = refused.report.error if refused.report and refused.report.error else refused.message
+        return Verdict("Failed", "OutputExists", f"{refused.name}: {why}")
     if (task := state.failed_task()) is not None:
-        last = max(task.failures, key=lambda a: a.attempt)
-        why = (last.report.error if last.report and last.report.error else last.message) or last.reason
-        return Verdict(
-            "Failed",
-            "BackoffLimitExceeded",
-            f"task {task.name} failed {len(task.failures)} times (backoffLimit {state.spec.backoff_limit}); "
-            f"last attempt {last.name} on {last.node}: exit {last.exit_code}: {why}",
+        message = (
+            f"task {task.name} failed {task.failure_count} times (backoffLimit {state.spec.backoff_limit})"
         )
+        if task.failures:  # the last failure's own words, while its pod exists
+            last = max(task.failures, key=lambda a: a.attempt)
+            why = (last.report.error if last.report and last.report.error else last.message) or last.reason
+            message += f"; last attempt {last.name} on {last.node}: exit {last.exit_code}: {why}"
+        return Verdict("Failed", "BackoffLimitExceeded", message)
     if state.all_succeeded():
         if state.commit.succeeded:
             return Verdict("Succeeded", "AllTasksSucceeded", f"{len(state.tasks)} tasks succeeded")
@@ -175,6 +178,8 @@ def compute(
         "progress": int(100 * done / total) if total else 100,
         "observedGeneration": state.generation,
         "user": state.spec.user,
+        "outputPath": state.spec.output_dir,
+        "tasks": state.record(),
     }
     if state.finished_phase and all(k in old for k in FROZEN_AT_COMPLETION):
         status.update({k: old[k] for k in FROZEN_AT_COMPLETION})
