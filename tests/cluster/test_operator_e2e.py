@@ -405,7 +405,7 @@ def test_a_stopped_leader_hands_the_lease_over_at_once(
         assert after == "" or after.endswith(f"-{standby.proc.pid}"), after
         assert "released the leader Lease" in operator.logs()
         wait_for(lambda: holder().endswith(f"-{standby.proc.pid}"), 12, "the standby to lead")
-        # The standby retries every lease_s / 3 = 5 s: without the release it would wait out the 15 s lease.
+        # The standby retries every 2 s: without the release it would wait out the 15 s lease.
         assert time.monotonic() - stopped < 8.0
     finally:
         standby.stop()

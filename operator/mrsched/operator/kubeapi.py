@@ -11,7 +11,6 @@ import json
 import os
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +107,8 @@ class ClusterApi:
         self.custom: Any = client.CustomObjectsApi(api)
         self.coordination: Any = client.CoordinationV1Api(api)
         self._event_lock = threading.Lock()
+        #: Names this replica in the pods it creates (``metadata.managedFields``): which replica wrote what.
+        self.field_manager = "mrsched"
 
     # reads --------------------------------------------------------------------------------------------------
 
@@ -196,6 +197,7 @@ class ClusterApi:
             "POST",
             "/api/v1/namespaces/{namespace}/pods",
             path_params={"namespace": pod["metadata"]["namespace"]},
+            query_params=[("fieldManager", self.field_manager)],
             header_params={"Accept": "application/json"},
             auth_settings=["BearerToken"],
         )
@@ -377,74 +379,44 @@ class ClusterApi:
 
     # leader election ------------------------------------------------------------------------------------------
 
-    def try_lead(self, namespace: str, name: str, identity: str, lease_s: int) -> bool:
-        """Take or renew the Lease ``namespace/name``; True while this identity holds it.
-
-        At most one operator instance runs scheduling rounds: the holder renews every round, a standby takes
-        over once the holder has not renewed for ``lease_s`` seconds.
-        """
-        moment = datetime.now(UTC)
-        now = moment.timestamp()
-        # MicroTime; a whole second would come back from the client's models without its fraction (rejected).
-        stamp = moment.replace(microsecond=max(1, moment.microsecond)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    def read_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The Lease, or None when there is none (leader.py decides what it means)."""
         try:
-            lease = _json(self.coordination.read_namespaced_lease(name, namespace, _preload_content=False))
+            return _json(
+                self.coordination.read_namespaced_lease(
+                    name, namespace, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
+                )
+            )
         except ApiException as err:
-            if err.status != 404:
-                raise
-            body = {
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {
-                    "holderIdentity": identity,
-                    "leaseDurationSeconds": lease_s,
-                    "acquireTime": stamp,
-                    "renewTime": stamp,
-                    "leaseTransitions": 0,
-                },
-            }
-            try:
-                _json(self.coordination.create_namespaced_lease(namespace, body, _preload_content=False))
-            except ApiException as create_err:
-                if create_err.status == 409:
-                    return False
-                raise
-            return True
-        spec = lease.get("spec") or {}
-        holder = spec.get("holderIdentity")
-        renewed = spec.get("renewTime")
-        expired = renewed is None or now - _parse_time(renewed) > int(
-            spec.get("leaseDurationSeconds", lease_s)
-        )
-        if holder and holder != identity and not expired:  # no holder: released, free at once
-            return False
-        spec = {**spec, "holderIdentity": identity, "renewTime": stamp, "leaseDurationSeconds": lease_s}
-        if holder != identity:
-            spec["acquireTime"] = stamp
-            spec["leaseTransitions"] = int(spec.get("leaseTransitions", 0)) + 1
-        lease["spec"] = spec
-        return self._replace_lease(namespace, name, lease)
+            if err.status == 404:
+                return None
+            raise
 
-    def release_lead(self, namespace: str, name: str, identity: str) -> bool:
-        """Give up the Lease on a clean shutdown (as client-go's ``ReleaseOnCancel``): no holder, so a standby
-        takes over at its next try instead of waiting out the lease. False when another identity holds it."""
-        lease = _json(self.coordination.read_namespaced_lease(name, namespace, _preload_content=False))
-        spec = lease.get("spec") or {}
-        if spec.get("holderIdentity") != identity:
-            return False
-        lease["spec"] = {**spec, "holderIdentity": None}
-        return self._replace_lease(namespace, name, lease)
-
-    def _replace_lease(self, namespace: str, name: str, lease: dict[str, Any]) -> bool:
-        """Write ``lease`` back with the resourceVersion it was read at; False (409) when another instance wrote
-        it meanwhile: a concurrent taker wins, and a release never clears a holder that took over."""
+    def create_lease(self, namespace: str, body: dict[str, Any]) -> bool:
+        """Create the Lease; False (409) when another instance created it first."""
         try:
-            _json(self.coordination.replace_namespaced_lease(name, namespace, lease, _preload_content=False))
+            _json(
+                self.coordination.create_namespaced_lease(
+                    namespace, body, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
+                )
+            )
         except ApiException as err:
             if err.status == 409:
                 return False
             raise
         return True
 
-
-def _parse_time(text: str) -> float:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    def replace_lease(self, namespace: str, name: str, lease: dict[str, Any]) -> bool:
+        """Write ``lease`` back with the resourceVersion it was read at; False (409) when another instance wrote
+        it meanwhile: a concurrent taker wins, and a release never clears a holder that took over."""
+        try:
+            _json(
+                self.coordination.replace_namespaced_lease(
+                    name, namespace, lease, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
+                )
+            )
+        except ApiException as err:
+            if err.status == 409:
+                return False
+            raise
+        return True

@@ -32,6 +32,7 @@ from mrsched.operator.health import NodeHealthReporter, untolerated_degraded
 from mrsched.operator.jobspec import InvalidSpec
 from mrsched.operator.jobstate import JobState, TaskState, parse_time
 from mrsched.operator.kubeapi import ClusterApi
+from mrsched.operator.leader import LeadershipLost
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.nodemetrics import NodeMetricsSource, prometheus_query
 from mrsched.operator.pods import (
@@ -175,6 +176,8 @@ class SchedulingLoop:
         for body, state in list(states):
             try:
                 phase = self._reconcile(body, state, workers, racks, now, stats)
+            except LeadershipLost:
+                raise  # no more writes this round (leader.py)
             except Exception as err:  # one job's fault (a 429 on its status patch) must not stop the others
                 self._job_error(body, "reconcile", err)
                 states.remove((body, state))  # nothing is learnt or placed from a state not written
@@ -369,6 +372,8 @@ class SchedulingLoop:
         try:
             self.api.patch_job_status(meta["namespace"], meta["name"], job_status.invalid(old, message, now))
             self.api.event(body, "Warning", "InvalidSpec", message)
+        except LeadershipLost:
+            raise  # no more writes this round (leader.py)
         except Exception as err:  # written again next round
             self._job_error(body, "spec", err)
         return "Failed"
@@ -560,6 +565,8 @@ class SchedulingLoop:
         namespace, name, index = where
         try:
             self.api.remove_finalizer(namespace, name, index, TRACKING_FINALIZER)
+        except LeadershipLost:
+            raise  # no more writes this round (leader.py)
         except Exception as err:  # the next round tries again
             log.warning("removing the finalizer of %s/%s: %s", namespace, name, err)
             return True
@@ -586,6 +593,8 @@ class SchedulingLoop:
             try:
                 if record != state.status.get("tasks"):
                     self.api.patch_job_status(state.spec.namespace, state.spec.name, {"tasks": record})
+            except LeadershipLost:
+                raise  # no more writes this round (leader.py)
             except Exception as err:  # placed again next round
                 self._job_error(body, "record", err)
                 continue
@@ -710,6 +719,8 @@ class SchedulingLoop:
     def _create(self, pod: dict[str, Any]) -> int:
         try:
             created = self.api.create_pod(pod)
+        except LeadershipLost:
+            raise  # no more writes this round (leader.py)
         except Exception as err:  # the next round places the task again
             reason = type(err).__name__
             status = getattr(err, "status", None)

@@ -43,6 +43,11 @@ class OperatorMetrics:
             "Canary maps started on nodes tainted as degraded, to see whether they recovered",
             registry=r,
         )
+        self.fenced_writes = Counter(
+            "mrsched_fenced_writes_total",
+            "Writes refused because this replica was no longer certain to lead (the round stopped there)",
+            registry=r,
+        )
         self.job_errors = Counter(
             "mrsched_job_errors_total",
             "Errors in one job's part of a round (its spec, its reconcile); the round went on for the others",

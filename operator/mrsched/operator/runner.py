@@ -1,4 +1,5 @@
-"""Runs the scheduling loop in a thread while this instance holds the leader Lease."""
+"""Runs the scheduling loop in a thread while this instance leads (leader.py): the Lease is renewed by a thread
+of its own, and every write of the loop is fenced on it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.kubeapi import ClusterApi
+from mrsched.operator.leader import FencedApi, LeaderLease, LeadershipLost, LeaseKeeper
 from mrsched.operator.loop import SchedulingLoop
 from mrsched.operator.metrics import OperatorMetrics
 
@@ -25,25 +27,40 @@ class OperatorRunner:
         *,
         lease_namespace: str,
         lease_name: str = "mrsched-leader",
-        lease_s: int = 15,
+        lease_s: float = 15.0,
+        renew_deadline_s: float = 10.0,
+        retry_s: float = 2.0,
     ) -> None:
         self.api = api
         self.config = config
-        self.loop = SchedulingLoop(api, config, metrics)
-        self.lease_namespace = lease_namespace
-        self.lease_name = lease_name
-        self.lease_s = lease_s
         self.identity = f"{socket.gethostname()}-{os.getpid()}"
+        api.field_manager = f"mrsched-{self.identity}"[:128]
+        self.lease = LeaderLease(
+            api,
+            lease_namespace,
+            lease_name,
+            self.identity,
+            lease_s=lease_s,
+            renew_deadline_s=renew_deadline_s,
+            retry_s=retry_s,
+        )
+        self.keeper = LeaseKeeper(self.lease, on_change=self._leadership_changed)
+        self.metrics = metrics
+        self.loop = SchedulingLoop(FencedApi(api, self._fence), config, metrics)  # type: ignore[arg-type]
         self.liveness_limit_s = max(60.0, 30 * config.heartbeat_s)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._alive = time.monotonic()
-        self.leading = False
+
+    @property
+    def leading(self) -> bool:
+        return self.lease.leading()
 
     def alive_at(self) -> float:
         return max(self._alive, self.loop.healthy_at)
 
     def start(self) -> None:
+        self.keeper.start()
         self._thread = threading.Thread(target=self._run, name="scheduling-loop", daemon=True)
         self._thread.start()
 
@@ -52,40 +69,37 @@ class OperatorRunner:
         self.loop.stop()
         if self._thread is not None:
             self._thread.join(timeout=30)
-        if self.leading and (self._thread is None or not self._thread.is_alive()):
-            # The loop has stopped placing: hand the Lease over now, not after lease_s.
+        self.keeper.stop()
+        if self._thread is None or not self._thread.is_alive():
+            # The loop has stopped placing: hand the Lease over now, not after the lease duration.
             try:
-                if self.api.release_lead(self.lease_namespace, self.lease_name, self.identity):
-                    log.info("released the leader Lease %s/%s", self.lease_namespace, self.lease_name)
+                if self.lease.release():
+                    log.info("released the leader Lease %s/%s", self.lease.namespace, self.lease.name)
             except Exception:
                 log.exception("cannot release the leader Lease; a standby takes over when it expires")
-            self.leading = False
+
+    def _fence(self) -> None:
+        try:
+            self.lease.check()
+        except LeadershipLost:
+            self.metrics.fenced_writes.inc()
+            raise
+
+    def _leadership_changed(self, leading: bool) -> None:
+        self.loop.wake()
 
     def _run(self) -> None:
         while not self._stop.is_set():
             self._alive = time.monotonic()
-            try:
-                leading = self.api.try_lead(
-                    self.lease_namespace, self.lease_name, self.identity, self.lease_s
-                )
-            except Exception:
-                log.exception("cannot reach the leader Lease")
-                leading = False
-            if leading != self.leading:
-                log.info(
-                    "%s the leader Lease %s/%s",
-                    "holding" if leading else "lost",
-                    self.lease_namespace,
-                    self.lease_name,
-                )
-                self.leading = leading
-            if leading:
+            if self.lease.leading():
                 started = time.monotonic()
                 try:
                     self.loop.round()
+                except LeadershipLost as lost:
+                    log.warning("round abandoned before its writes: %s", lost)
                 except Exception:
                     log.exception("scheduling round failed")
                 wait = max(0.05, self.config.heartbeat_s - (time.monotonic() - started))
             else:
-                wait = self.lease_s / 3
+                wait = self.lease.retry_s
             self.loop.wait(wait)
