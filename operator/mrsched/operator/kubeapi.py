@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
@@ -82,6 +83,23 @@ def _items(resp: Any) -> list[dict[str, Any]]:
     return items
 
 
+#: What a throttled or overloaded apiserver gets (client-go's behaviour): a 429, or a 503 that says Retry-After,
+#: is retried after the time it asks for, up to 5 times, for every verb (such a request was not processed, and
+#: a re-sent create of a deterministic pod name is a harmless 409); a connection that could not be made is
+#: retried too; a request whose response was lost is not (a write may have happened).
+THROTTLE_RETRIES = urllib3.Retry(
+    total=5,
+    connect=3,
+    read=0,
+    status=5,
+    status_forcelist=frozenset({429}),
+    allowed_methods=None,
+    respect_retry_after_header=True,
+    backoff_factor=0.5,
+    raise_on_status=False,
+)
+
+
 def api_client(kubeconfig: Path | None = None, *, pool_size: int = 64) -> client.ApiClient:
     """In-cluster credentials when running in a pod, else the kubeconfig (``$KUBECONFIG`` or the argument).
 
@@ -96,6 +114,7 @@ def api_client(kubeconfig: Path | None = None, *, pool_size: int = 64) -> client
             client_configuration=cfg,
         )
     cfg.connection_pool_maxsize = pool_size
+    cfg.retries = THROTTLE_RETRIES
     return client.ApiClient(cfg)
 
 
@@ -201,7 +220,9 @@ class ClusterApi:
             header_params={"Accept": "application/json"},
             auth_settings=["BearerToken"],
         )
-        resp = self.api.call_api(method, url, header_params=headers, body=pod)
+        resp = self.api.call_api(
+            method, url, header_params=headers, body=pod, _request_timeout=REQUEST_TIMEOUT_S
+        )
         resp.read()  # whole, so that the connection goes back to the pool; the created pod is not needed
         if resp.status == 409:
             return self._ours_already(pod)
@@ -252,7 +273,11 @@ class ClusterApi:
         try:
             _json(
                 self.core.delete_namespaced_pod(
-                    name, namespace, grace_period_seconds=grace_s, _preload_content=False
+                    name,
+                    namespace,
+                    grace_period_seconds=grace_s,
+                    _request_timeout=REQUEST_TIMEOUT_S,
+                    _preload_content=False,
                 )
             )
         except ApiException as err:
@@ -269,6 +294,7 @@ class ClusterApi:
                     PLURAL,
                     name,
                     {"status": status},
+                    _request_timeout=REQUEST_TIMEOUT_S,
                     _preload_content=False,
                     _content_type=MERGE_PATCH,
                 )
@@ -287,6 +313,7 @@ class ClusterApi:
                     PLURAL,
                     name,
                     body={"propagationPolicy": "Background"},
+                    _request_timeout=REQUEST_TIMEOUT_S,
                     _preload_content=False,
                 )
             )
@@ -320,7 +347,15 @@ class ClusterApi:
             {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
             {"op": "add", "path": "/spec/taints", "value": taints},
         ]
-        _json(self.core.patch_node(node, patch, _preload_content=False, _content_type=JSON_PATCH))
+        _json(
+            self.core.patch_node(
+                node,
+                patch,
+                _request_timeout=REQUEST_TIMEOUT_S,
+                _preload_content=False,
+                _content_type=JSON_PATCH,
+            )
+        )
 
     def _event(self, namespace: str, involved: dict[str, str], kind: str, reason: str, message: str) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -336,7 +371,11 @@ class ClusterApi:
             "count": 1,
         }
         with contextlib.suppress(ApiException):  # events are best effort; never fail a round over one
-            _json(self.core.create_namespaced_event(namespace, body, _preload_content=False))
+            _json(
+                self.core.create_namespaced_event(
+                    namespace, body, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
+                )
+            )
 
     def write_profile(
         self, plural: str, kind: str, name: str, spec: dict[str, Any], status: dict[str, Any]
@@ -352,6 +391,7 @@ class ClusterApi:
                         plural,
                         name,
                         {"status": status},
+                        _request_timeout=REQUEST_TIMEOUT_S,
                         _preload_content=False,
                         _content_type=MERGE_PATCH,
                     )
@@ -369,7 +409,12 @@ class ClusterApi:
             try:
                 _json(
                     self.custom.create_cluster_custom_object(
-                        API_GROUP, API_VERSION, plural, created, _preload_content=False
+                        API_GROUP,
+                        API_VERSION,
+                        plural,
+                        created,
+                        _request_timeout=REQUEST_TIMEOUT_S,
+                        _preload_content=False,
                     )
                 )
             except ApiException as create_err:
