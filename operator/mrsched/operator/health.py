@@ -290,7 +290,7 @@ class NodeHealthReporter:
     # observations -----------------------------------------------------------------------------------------
 
     def task_finished(self, app: str, kind: str, outcome: TaskOutcome, now: float) -> bool:
-        """One finished attempt, seen once (the loop's ``_learn``): observed when it is a succeeded map on a
+        """One finished attempt, seen once (``LearningFeed.learn``): observed when it is a succeeded map on a
         node with a probed capability. Returns whether the monitor observed it."""
         if not self.enabled or kind != "map" or not outcome.succeeded or not outcome.node:
             return False

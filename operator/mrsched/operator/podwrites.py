@@ -1,0 +1,115 @@
+"""The task-pod writes of a round, many at a time on a thread pool: an API round trip each, which one after the
+other would make a round of many placements as slow as their sum.
+
+:class:`PodWrites` creates the placed pods, after writing each job's attempts-to-be into its status so that an
+attempt number is never used twice, and removes the tracking finalizer (``tracking``) from pods whose outcome
+the job's status now holds. A write that fails is counted and logged, and the next round tries again; only
+``LeadershipLost`` stops the round (no more writes once the Lease is lost: leader.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from mrsched.operator import tracking
+from mrsched.operator.jobstate import JobState
+from mrsched.operator.kubeapi import ClusterApi
+from mrsched.operator.leader import LeadershipLost
+from mrsched.operator.metrics import OperatorMetrics
+from mrsched.operator.pods import ATTEMPT_LABEL, INDEX_LABEL, JOB_UID_LABEL, TRACKING_FINALIZER, TYPE_LABEL
+
+log = logging.getLogger("mrsched.loop")
+
+#: Reports an error in one job's part of the round (JobReconciler.job_error): body, stage, error.
+JobErrorReporter = Callable[[dict[str, Any], str, Exception], None]
+
+
+class PodWrites:
+    def __init__(
+        self,
+        api: ClusterApi,
+        metrics: OperatorMetrics,
+        pool: ThreadPoolExecutor,
+        job_error: JobErrorReporter,
+    ) -> None:
+        self.api = api
+        self.metrics = metrics
+        self.pool = pool  # owned by the loop, which shuts it down when it stops
+        self.job_error = job_error
+
+    def create_pods(self, active: list[tuple[dict[str, Any], JobState]], pods: list[dict[str, Any]]) -> int:
+        """Create the placed ``pods`` of the ``active`` jobs; returns how many were created."""
+        return sum(self.pool.map(self._create, self._record_attempts(active, pods)))
+
+    def release(
+        self, pods: list[dict[str, Any]], recorded: set[str], departed: set[str], up: set[str]
+    ) -> None:
+        """Remove the tracking finalizer from the task pods whose outcome the job's status now holds (tracking)."""
+        done = []
+        for pod in pods:
+            index = tracking.tracked(pod)
+            if index is not None and tracking.releasable(pod, recorded, departed, up):
+                done.append((pod["metadata"]["namespace"], pod["metadata"]["name"], index))
+        for failed in self.pool.map(self._remove_finalizer, done):
+            if failed:
+                self.metrics.job_errors.labels("finalizer").inc()
+
+    def _remove_finalizer(self, where: tuple[str, str, int]) -> bool:
+        namespace, name, index = where
+        try:
+            self.api.remove_finalizer(namespace, name, index, TRACKING_FINALIZER)
+        except LeadershipLost:
+            raise  # no more writes this round (leader.py)
+        except Exception as err:  # the next round tries again
+            log.warning("removing the finalizer of %s/%s: %s", namespace, name, err)
+            return True
+        return False
+
+    def _record_attempts(
+        self, active: list[tuple[dict[str, Any], JobState]], pods: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Write each job's attempts-to-be into its status (taskrecord) before any of its pods is created, so that
+        an attempt number is never used twice, whatever happens to the pods; a job whose write fails creates none
+        this round."""
+        by_job: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for pod in pods:
+            by_job[pod["metadata"]["labels"][JOB_UID_LABEL]].append(pod)
+        states = {state.spec.uid: (body, state) for body, state in active}
+        ready = []
+        for uid, created in by_job.items():
+            body, state = states[uid]
+            attempts = [
+                (labels[TYPE_LABEL], int(labels[INDEX_LABEL]), int(labels[ATTEMPT_LABEL]))
+                for labels in (pod["metadata"]["labels"] for pod in created)
+            ]
+            record = state.record(attempts)
+            try:
+                if record != state.status.get("tasks"):
+                    self.api.patch_job_status(state.spec.namespace, state.spec.name, {"tasks": record})
+            except LeadershipLost:
+                raise  # no more writes this round (leader.py)
+            except Exception as err:  # placed again next round
+                self.job_error(body, "record", err)
+                continue
+            state.status["tasks"] = record
+            ready += created
+        return ready
+
+    def _create(self, pod: dict[str, Any]) -> int:
+        try:
+            created = self.api.create_pod(pod)
+        except LeadershipLost:
+            raise  # no more writes this round (leader.py)
+        except Exception as err:  # the next round places the task again
+            reason = type(err).__name__
+            status = getattr(err, "status", None)
+            self.metrics.bind_errors.labels(f"{reason}{status or ''}").inc()
+            log.warning("creating pod %s failed: %s", pod["metadata"]["name"], err)
+            return 0
+        if created:
+            self.metrics.tasks_started.labels(pod["metadata"]["labels"]["mrsched.dev/task-type"]).inc()
+        return int(created)

@@ -1,0 +1,15 @@
+"""What one round of the scheduling loop did: the loop returns it, and the parts that do the round's work
+(``reconcile``, ``podwrites``) count into it, so it lives below all of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RoundStats:
+    created: int = 0  # task pods created
+    deleted: int = 0  # task pods deleted (lost or stuck attempts, pods of failed jobs)
+    jobs: int = 0  # MapReduceJobs listed
+    seconds: float = 0.0  # the round's duration (mrsched_loop_seconds)
+    placed: dict[str, int] = field(default_factory=dict)  # policy -> placements it returned

@@ -1,0 +1,114 @@
+"""A failed attempt is announced (a TaskFailed Event) exactly once, by the round that records it in the job's
+status: the record alone says it was announced, in this operator and in one started after a restart."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from mrsched.core.model import Node
+from mrsched.operator.config import OperatorConfig
+from mrsched.operator.jobstate import JobState
+from mrsched.operator.kubeapi import ClusterApi
+from mrsched.operator.metrics import OperatorMetrics
+from mrsched.operator.pods import PodAttempt
+from mrsched.operator.reconcile import JobReconciler
+from mrsched.operator.roundstats import RoundStats
+from mrsched.operator.snapshot import NodeInfo
+
+NOW = 1000.0
+WORKERS = {"a": NodeInfo(Node("a", 4, 8192), ready=True, schedulable=True, taints=(), labels={})}
+
+
+class FakeApi:
+    """The job's status as the API server keeps it, and the Events written; ``refuse_patches`` fails them."""
+
+    def __init__(self) -> None:
+        self.status: dict[str, Any] = {}
+        self.events: list[tuple[str, str]] = []  # (reason, message)
+        self.refuse_patches = False
+
+    def patch_job_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        if self.refuse_patches:
+            raise RuntimeError("429 Too Many Requests")
+        self.status = {**self.status, **patch}
+
+    def event(self, body: dict[str, Any], kind: str, reason: str, message: str) -> None:
+        self.events.append((reason, message))
+
+    def delete_pod(self, namespace: str, name: str, grace_s: float | None = None) -> None:
+        pass
+
+    def failures_announced(self) -> list[str]:
+        return [message for reason, message in self.events if reason == "TaskFailed"]
+
+
+def body(status: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "job", "namespace": "ns", "uid": "uid-1", "creationTimestamp": None},
+        "spec": {
+            "workload": {"app": "wordcount"},
+            "input": {"paths": ["in"]},
+            "output": {"path": "out"},
+            "maps": 2,
+            "reduces": 1,
+            "backoffLimit": 3,
+        },
+        "status": status,
+    }
+
+
+def attempt(index: int, n: int, phase: str) -> PodAttempt:
+    return PodAttempt(
+        name=f"job-uid-1-m{index:05d}-a{n}",
+        kind="map",
+        index=index,
+        attempt=n,
+        node="a",
+        phase=phase,  # type: ignore[arg-type]
+        created=100.0 + n,
+        started=101.0 + n,
+        finished=110.0 + n if phase in ("Succeeded", "Failed") else None,
+        exit_code=0 if phase == "Succeeded" else 1,
+    )
+
+
+def reconcile(reconciler: JobReconciler, api: FakeApi, pods: list[PodAttempt]) -> str:
+    state = JobState.build(body(dict(api.status)), pods)
+    return reconciler.reconcile(body(dict(api.status)), state, WORKERS, {"a": "rack-1"}, NOW, RoundStats())
+
+
+def test_a_failure_is_announced_once_by_the_round_that_records_it() -> None:
+    api = FakeApi()
+    reconciler = JobReconciler(cast(ClusterApi, api), OperatorConfig(), OperatorMetrics())
+    pods = [attempt(0, 0, "Failed"), attempt(1, 0, "Running")]
+    assert reconcile(reconciler, api, pods) == "Running"
+    assert len(api.failures_announced()) == 1 and "m00000-a0" in api.failures_announced()[0]
+    assert api.status["tasks"]["map"]["failed"] == "0:0", "recorded by the same round's status patch"
+    for _ in range(3):
+        reconcile(reconciler, api, pods)
+    assert len(api.failures_announced()) == 1
+    # A restarted operator remembers nothing but the status: it does not announce it again either.
+    reconcile(JobReconciler(cast(ClusterApi, api), OperatorConfig(), OperatorMetrics()), api, pods)
+    assert len(api.failures_announced()) == 1
+    # The next failure of the same task is a new announcement, once.
+    pods = [*pods, attempt(0, 1, "Failed")]
+    reconcile(reconciler, api, pods)
+    reconcile(reconciler, api, pods)
+    assert len(api.failures_announced()) == 2 and "m00000-a1" in api.failures_announced()[1]
+    assert "2 of 4 attempts used" in api.failures_announced()[1]
+
+
+def test_a_failure_whose_status_patch_fails_is_announced_by_the_round_that_records_it() -> None:
+    api = FakeApi()
+    reconciler = JobReconciler(cast(ClusterApi, api), OperatorConfig(), OperatorMetrics())
+    pods = [attempt(0, 0, "Failed"), attempt(1, 0, "Running")]
+    api.refuse_patches = True
+    with pytest.raises(RuntimeError):  # the loop reports it (job_error) and goes on with the other jobs
+        reconcile(reconciler, api, pods)
+    assert api.failures_announced() == [], "not announced before it is recorded"
+    api.refuse_patches = False
+    reconcile(reconciler, api, pods)
+    reconcile(reconciler, api, pods)
+    assert len(api.failures_announced()) == 1
