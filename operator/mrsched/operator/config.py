@@ -45,6 +45,10 @@ class OperatorConfig(BaseModel):
     #: placed again) only after the node has been NotReady this long: the node lifecycle controller's default
     #: toleration of ``node.kubernetes.io/not-ready`` (300 s), so a kubelet restart costs nothing.
     node_lost_grace_s: float = Field(300.0, ge=0)
+    #: A task pod that cannot start for a reason that may pass (ErrImagePull, ImagePullBackOff,
+    #: CreateContainerConfigError) fails its job only after this long; the kubelet retries meanwhile (its image
+    #: pull back-off reaches its 300 s cap after five tries).
+    pod_start_grace_s: float = Field(300.0, ge=0)
     #: Prometheus for node metrics (empty: no live metrics; policies see them as missing).
     prometheus_url: str = ""
     #: PromQL per node metric (keys: load1, cpu_utilisation, memory_available_mb, disk_bytes_per_s,

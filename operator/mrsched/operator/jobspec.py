@@ -62,6 +62,9 @@ class JobSpec:
     map_resources: Resources = field(default_factory=Resources)
     reduce_resources: Resources = field(default_factory=Resources)
     backoff_limit: int = 3
+    #: A task attempt running longer is killed by the kubelet (pod activeDeadlineSeconds, reason
+    #: DeadlineExceeded) and counts as a failed attempt, as Hadoop's mapreduce.task.timeout does.
+    task_deadline_s: int | None = None
     reduce_slowstart: float = 0.05
     ttl_after_finished_s: int | None = None
     sort_buffer_mb: int = 100
@@ -127,6 +130,7 @@ class JobSpec:
             map_resources=_resources(resources.get("map"), "map"),
             reduce_resources=_resources(resources.get("reduce"), "reduce"),
             backoff_limit=int(spec.get("backoffLimit", 3)),
+            task_deadline_s=spec.get("taskDeadlineSeconds"),
             reduce_slowstart=float(spec.get("reduceSlowStart", 0.05)),
             ttl_after_finished_s=spec.get("ttlSecondsAfterFinished"),
             sort_buffer_mb=int(spec.get("sortBufferMB", 100)),

@@ -28,8 +28,12 @@ DATA_VOLUME = "data"
 REJECTIONS = ("OutOfcpu", "OutOfmemory", "OutOfpods", "NodeAffinity", "NodeLost", "Evicted", "Preempting")
 #: The worker's exit code for an output that exists and is not this job's (workers/mrworker/cli.py).
 OUTPUT_CONFLICT_EXIT = 3
-#: Waiting reasons that will not fix themselves.
-FATAL_WAITING = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError")
+#: Waiting reasons that will not fix themselves: the job fails at once.
+FATAL_WAITING = ("InvalidImageName",)
+#: Waiting reasons that may: a registry down for a while, an image being pushed, a Secret or ConfigMap created
+#: late. The kubelet retries with back-off; the job fails only if the pod still cannot start after the
+#: operator's ``pod_start_grace_s``.
+TRANSIENT_WAITING = ("ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError")
 
 
 #: Every worker container (tasks, job commit, probes): non-root, read-only root, no privileges.
@@ -109,6 +113,7 @@ def task_pod(
         "containers": [container],
         "volumes": [volume],
         "terminationGracePeriodSeconds": 10,
+        **({"activeDeadlineSeconds": spec.task_deadline_s} if spec.task_deadline_s else {}),
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
     }
@@ -233,9 +238,14 @@ class PodAttempt:
     def unschedulable(self) -> bool:
         return self.phase == "Pending" and self.node is None and self.reason == "Unschedulable"
 
-    @property
-    def fatal_waiting(self) -> bool:
-        return self.phase == "Pending" and self.reason in FATAL_WAITING
+    def cannot_start(self, now: float, grace_s: float) -> bool:
+        """The pod will not start: a reason that never fixes itself, or one that might, for longer than
+        ``grace_s`` since the pod was created."""
+        if self.phase != "Pending":
+            return False
+        return self.reason in FATAL_WAITING or (
+            self.reason in TRANSIENT_WAITING and now - self.created > grace_s
+        )
 
 
 def parse_time(text: str | None) -> float | None:

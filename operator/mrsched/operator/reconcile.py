@@ -16,6 +16,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any
 
+from mrsched.operator import fit
 from mrsched.operator import snapshot as snap
 from mrsched.operator import status as job_status
 from mrsched.operator.config import OperatorConfig
@@ -23,7 +24,7 @@ from mrsched.operator.jobstate import JobState, parse_time
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.leader import LeadershipLost
 from mrsched.operator.metrics import OperatorMetrics
-from mrsched.operator.pods import PodAttempt
+from mrsched.operator.pods import TRANSIENT_WAITING, PodAttempt
 from mrsched.operator.roundstats import RoundStats
 
 log = logging.getLogger("mrsched.loop")
@@ -60,6 +61,7 @@ class JobReconciler:
                     stuck = (
                         attempt.phase == "Pending"
                         and attempt.started is None
+                        and attempt.reason not in TRANSIENT_WAITING  # pod_start_grace_s decides for those
                         and (now - attempt.created > self.config.pending_timeout_s)
                     )
                     if attempt.unschedulable and f"{spec.uid}/{attempt.name}" not in self._unschedulable:
@@ -67,7 +69,7 @@ class JobReconciler:
                         self.api.event(
                             body, "Warning", "TaskUnschedulable", f"{attempt.name}: {attempt.message}"
                         )
-                    if attempt.fatal_waiting:
+                    if attempt.cannot_start(now, self.config.pod_start_grace_s):
                         fatal = f"pod {attempt.name} cannot start: {attempt.reason}: {attempt.message}"
                     elif lost or stuck:
                         why = (
@@ -91,7 +93,8 @@ class JobReconciler:
                         task.attempts.append(_lost(attempt))
         verdict = job_status.decide(state, fatal)
         backoff = (self.config.backoff_base_s, self.config.backoff_max_s)
-        new, transitions = job_status.compute(state, verdict, policy, now, backoff, racks)
+        blocked = fit.unplaceable(spec, workers) if verdict.phase == "Pending" else None
+        new, transitions = job_status.compute(state, verdict, policy, now, backoff, racks, blocked)
         if _differs(state.status, new):
             self.api.patch_job_status(spec.namespace, spec.name, new)
         if not state.finished_phase and verdict.phase in ("Succeeded", "Failed"):

@@ -159,9 +159,11 @@ def compute(
     now: float,
     backoff: tuple[float, float],
     racks: Mapping[str, str] | None = None,
+    unplaceable: tuple[str, str] | None = None,
 ) -> tuple[dict[str, Any], list[Transition]]:
     """The new status, and the transitions since the old one (each an Event); ``racks`` maps the known nodes
-    to their racks (for ``status.locality``)."""
+    to their racks (for ``status.locality``); ``unplaceable``: why no worker node could run the job
+    (``fit.unplaceable``), shown as the condition ``Unplaceable`` while it holds."""
     old = state.status
     maps = state.counters("map", now, *backoff)
     reduces = state.counters("reduce", now, *backoff)
@@ -223,6 +225,12 @@ def compute(
         ),
     }
     old_conditions = {c["type"]: c for c in old.get("conditions") or []}
+    if unplaceable is not None or "Unplaceable" in old_conditions:  # shown once it has held
+        blocked = unplaceable is not None and verdict.phase == "Pending"
+        reason, message = (
+            unplaceable if blocked and unplaceable else ("Placeable", "a worker node can run the job")
+        )
+        wanted["Unplaceable"] = (blocked, reason, message)
     conditions, transitions = [], []
     for kind, (holds, reason, message) in wanted.items():
         value = "True" if holds else "False"
@@ -238,7 +246,8 @@ def compute(
             }
         )
         if changed and holds:
-            transitions.append(Transition("Warning" if kind == "Failed" else "Normal", reason, message))
+            warning = kind in ("Failed", "Unplaceable")
+            transitions.append(Transition("Warning" if warning else "Normal", reason, message))
     status["conditions"] = conditions
     return status, transitions
 

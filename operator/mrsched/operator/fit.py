@@ -1,0 +1,66 @@
+"""Whether a job could ever run on the cluster's worker nodes, and if not, why (issue 20, defect 6).
+
+A spec can pass validation and still never run: a node selector that matches no worker, tolerations that no
+worker's taints allow, a task that requests more CPU or memory than any matching worker's allocatable. Such a
+job would wait in Pending forever with nothing but a debug log to say why; instead it gets the condition
+``Unplaceable`` and an Event, in the words kube-scheduler uses for a pod (``didn't match Pod's node
+affinity/selector``, ``Insufficient cpu``). The job stays Pending, as a pod does, and runs once a node that
+fits joins.
+
+Taints a node carries for a while (NotReady, unreachable, cordoned, under pressure, judged degraded) do not
+count: the node may take tasks again, so the job is not unplaceable because of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mrsched.operator.jobspec import JobSpec
+from mrsched.operator.snapshot import NodeInfo, tolerates
+
+#: Taints of a passing condition, set and removed by the node lifecycle controller, kubectl cordon, or mrsched's
+#: own health monitor.
+TRANSIENT_TAINT_PREFIXES = ("node.kubernetes.io/", "mrsched.dev/degraded")
+
+
+def unplaceable(spec: JobSpec, workers: Mapping[str, NodeInfo]) -> tuple[str, str] | None:
+    """(reason, message) when no worker node could ever run one of the job's tasks; None when some could."""
+    matching = [info for info in workers.values() if _could_admit(info, spec)]
+    if not matching:
+        selector = ", ".join(f"{k}={v}" for k, v in sorted(spec.node_selector.items())) or "none"
+        return (
+            "NoMatchingNode",
+            f"0/{len(workers)} worker nodes are available: none matches the job's nodeSelector ({selector}) "
+            "and tolerates its taints",
+        )
+    needs = [("map", spec.map_resources)] + ([("reduce", spec.reduce_resources)] if spec.reduces else [])
+    for kind, request in needs:
+        if any(
+            request.cpu <= n.node.cores + 1e-9 and request.memory_mb <= n.node.memory_mb + 1e-9
+            for n in matching
+        ):
+            continue
+        largest = max(matching, key=lambda n: (n.node.cores, n.node.memory_mb)).node
+        short = [
+            name
+            for name, wanted, have in (
+                ("cpu", request.cpu, max(n.node.cores for n in matching)),
+                ("memory", request.memory_mb, max(n.node.memory_mb for n in matching)),
+            )
+            if wanted > have + 1e-9
+        ]
+        lacking = " and ".join(short) or "cpu and memory on one node"
+        return (
+            "RequestsExceedAllocatable",
+            f"0/{len(matching)} matching worker nodes can run a {kind}: Insufficient {lacking} "
+            f"(a {kind} requests {request.cpu:g} CPU and {request.memory_mb:g} MiB; the largest node, "
+            f"{largest.name}, has {largest.cores} CPU and {largest.memory_mb:g} MiB allocatable)",
+        )
+    return None
+
+
+def _could_admit(info: NodeInfo, spec: JobSpec) -> bool:
+    lasting = tuple(t for t in info.taints if not str(t.get("key", "")).startswith(TRANSIENT_TAINT_PREFIXES))
+    return tolerates(lasting, spec.tolerations) and all(
+        info.labels.get(k) == v for k, v in spec.node_selector.items()
+    )
