@@ -133,9 +133,10 @@ def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
         emulator.client.add_fault(target, "disk-hog", intensity=4.0)
         hogged_at = time.time()
         slowest = max(simulated_delays_s())
-        # Wall seconds: twice the slowest simulated seed's delay (the live run has had less healthy history to
-        # learn its noise from than the simulation's 600 s).
-        bound_s = 2 * slowest / TIME_SCALE
+        # Wall seconds: three times the slowest simulated seed's delay. The live run has had less healthy history
+        # to learn its noise from than the simulation's 600 s, and a loaded 2-core CI machine stretches it: one
+        # CI run was not judged degraded within 2x (151 s + 30 s of slack, 2026-11-26).
+        bound_s = 3 * slowest / TIME_SCALE
         seen: list[float] = []
 
         def judged_degraded() -> dict[str, Any] | None:
