@@ -58,7 +58,8 @@ from mrsched.localcluster.cluster import LocalCluster
 from mrsched.localcluster.toolchain import Toolchain
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobspec import API_GROUP, API_VERSION, PLURAL
-from mrsched.operator.kubeapi import ClusterApi, api_client
+from mrsched.operator.kubeapi import ClusterApi
+from mrsched.operator.kubeclient import api_client
 from mrsched.operator.loop import SchedulingLoop
 from mrsched.operator.metrics import OperatorMetrics
 

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from mrsched.operator import kubeapi
-from mrsched.operator.kubeapi import ClusterApi, api_client
+from mrsched.operator.kubeapi import ClusterApi
+from mrsched.operator.kubeclient import api_client
 
 
 class FakeApiserver(ThreadingHTTPServer):

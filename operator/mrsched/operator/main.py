@@ -13,7 +13,8 @@ from prometheus_client import start_http_server
 
 from mrsched.operator import handlers
 from mrsched.operator.config import OperatorConfig
-from mrsched.operator.kubeapi import ClusterApi, api_client
+from mrsched.operator.kubeapi import ClusterApi
+from mrsched.operator.kubeclient import api_client
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.runner import OperatorRunner
 
