@@ -222,3 +222,153 @@ def test_model_mode_reduce_waits_for_its_jobs_maps_and_fetches_remote_output_ove
     assert remote > 0.6, written
     # Each task's work carries the model's log-normal noise (σ 5 %): the map outputs' and the reduce's own.
     assert report["networkBytes"] == pytest.approx(remote * 20_000_000, rel=0.2), (report, written)
+
+
+def _waiting(pod: dict[str, Any]) -> dict[str, Any]:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+    waiting: dict[str, Any] = statuses[0].get("state", {}).get("waiting") or {}
+    return waiting
+
+
+def test_failing_image_pulls_back_off_and_the_pod_starts_once_pulls_work(
+    kube: Kube, namespace: str, emulate: EmulateFactory
+) -> None:
+    """As the kubelet does: ErrImagePull, then ImagePullBackOff between retries (the back-off doubling), Pending
+    all along; the first retry after the registry recovers starts the container, and the task runs."""
+    emulator = emulate({"medium": 1}, time_scale=10.0)
+    (node,) = emulator.nodes
+    cleared, expiring = f"registry.example:5000/mrsched/worker:{namespace}", f"mrsched/worker:{namespace}"
+    # A half-second first back-off instead of the kubelet's 10 s keeps the test short.
+    emulator.client.fail_image_pulls(cleared, 600, backoff_s=0.5)
+    failing = emulator.client.fail_image_pulls(expiring, 3)
+    assert failing == pytest.approx({cleared: 600, expiring: 3}, abs=5)
+    for name, image in (("cleared", cleared), ("expiring", expiring)):
+        pod = task_pod(name, node=node, input_bytes=1_000_000)
+        pod["spec"]["containers"][0]["image"] = image
+        kube.create_pod(namespace, pod)
+
+    seen: dict[str, dict[str, Any]] = {}
+
+    def both_reasons_seen() -> bool:
+        pod = kube.pod(namespace, "cleared")
+        waiting = _waiting(pod)
+        if waiting:
+            assert pod["status"]["phase"] == "Pending"
+            seen.setdefault(waiting["reason"], pod)
+        return {"ErrImagePull", "ImagePullBackOff"} <= set(seen)
+
+    wait_for(both_reasons_seen, 30, "ErrImagePull and ImagePullBackOff", interval_s=0.05)
+    pulled = _waiting(seen["ErrImagePull"])["message"]
+    assert 'failed to pull and unpack image "registry.example:5000/mrsched/worker:' in pulled, pulled
+    backoff = _waiting(seen["ImagePullBackOff"])["message"]
+    assert backoff.startswith(f'Back-off pulling image "{cleared}": ErrImagePull: '), backoff
+    pending = seen["ImagePullBackOff"]["status"]
+    assert pending["startTime"] and pending["podIP"]
+    assert {c["type"]: c["status"] for c in pending["conditions"]}["Ready"] == "False"
+    assert f"{namespace}/cleared" in emulator.client.nodes()[0]["pendingPods"]
+
+    # The failure of the other image expires on its own: its pod starts with its next retry.
+    kube.wait_pod(namespace, "expiring", phase_in("Succeeded", "Failed"), timeout_s=60)
+    assert kube.pod(namespace, "cleared")["status"]["phase"] == "Pending"
+
+    time.sleep(2)  # a few more failed pulls: the back-off has grown past its first half second
+    emulator.client.fail_image_pulls(cleared, 0)
+    for name in ("cleared", "expiring"):
+        done = kube.wait_pod(namespace, name, phase_in("Succeeded", "Failed"), timeout_s=60)
+        terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert (done["status"]["phase"], terminated["reason"]) == ("Succeeded", "Completed"), terminated
+        # startTime is when the kubelet took the pod; its container started once the image was there.
+        assert terminated["startedAt"] >= done["status"]["startTime"]
+    cleared_pod = kube.pod(namespace, "cleared")
+    assert cleared_pod["status"]["startTime"] == pending["startTime"]
+    terminated = cleared_pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert terminated["startedAt"] > pending["startTime"]
+
+
+def test_invalid_image_name_never_starts_and_its_deadline_or_deletion_ends_it(
+    kube: Kube, namespace: str, emulate: EmulateFactory
+) -> None:
+    emulator = emulate({"small": 1})
+    (node,) = emulator.nodes
+    for name, deadline in (("invalid", None), ("invalid-deadline", 2)):
+        pod = task_pod(name, node=node, app=None)
+        pod["spec"]["containers"][0]["image"] = "mrsched/Worker:test"  # upper case: not a valid reference
+        if deadline:
+            pod["spec"]["activeDeadlineSeconds"] = deadline
+        kube.create_pod(namespace, pod)
+
+    invalid = kube.wait_pod(namespace, "invalid", lambda p: bool(_waiting(p)), timeout_s=30)
+    waiting = _waiting(invalid)
+    assert (invalid["status"]["phase"], waiting["reason"]) == ("Pending", "InvalidImageName")
+    assert waiting["message"].startswith('Failed to apply default image tag "mrsched/Worker:test": '), waiting
+
+    # Past its deadline, a pod whose container never started fails as the kubelet leaves it.
+    failed = kube.wait_pod(namespace, "invalid-deadline", phase_in("Succeeded", "Failed"), timeout_s=30)
+    assert (failed["status"]["reason"], failed["status"]["message"]) == (
+        "DeadlineExceeded",
+        "Pod was active on the node longer than the specified deadline",
+    )
+    terminated = failed["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (137, "ContainerStatusUnknown")
+
+    # The one without a deadline waits on: no pull ever starts it.
+    time.sleep(2)
+    assert _waiting(kube.pod(namespace, "invalid"))["reason"] == "InvalidImageName"
+    assert emulator.client.nodes()[0]["pendingPods"] == [f"{namespace}/invalid"]
+    assert emulator.client.nodes()[0]["runningPods"] == []
+    kube.kubectl("-n", namespace, "delete", "pod", "invalid", "--wait=false")
+    wait_for(
+        lambda: (
+            "pod/invalid" not in kube.kubectl("-n", namespace, "get", "pods", "-o", "name").stdout.split()
+        ),
+        30,
+        "the deleted pod to be gone",
+    )
+    assert emulator.client.nodes()[0]["pendingPods"] == []
+
+
+def test_active_deadline_kills_a_long_task_in_model_mode(
+    kube: Kube, namespace: str, emulate: EmulateFactory
+) -> None:
+    (node,) = emulate({"small": 1}).nodes
+    pod = task_pod("bounded", node=node, input_bytes=10_000_000_000)  # many minutes of wordcount
+    pod["spec"]["activeDeadlineSeconds"] = 2
+    kube.create_pod(namespace, pod)
+    created = time.monotonic()
+    kube.wait_pod(namespace, "bounded", phase_in("Running"), timeout_s=30)
+
+    done = kube.wait_pod(namespace, "bounded", phase_in("Succeeded", "Failed"), timeout_s=30)
+    elapsed = time.monotonic() - created
+    status = done["status"]
+    assert (status["phase"], status["reason"], status["message"]) == (
+        "Failed",
+        "DeadlineExceeded",
+        "Pod was active on the node longer than the specified deadline",
+    )
+    assert 1.5 < elapsed < 10, elapsed
+    terminated = status["containerStatuses"][0]["state"]["terminated"]
+    # The kubelet stops the container with SIGTERM; the worker reports what it did and exits 143.
+    assert (terminated["exitCode"], terminated["reason"]) == (143, "Error")
+    report = json.loads(terminated["message"])
+    assert report["status"] == "failed" and "SIGTERM" in report["error"]
+    assert 1.0 <= report["wallS"] < 10, report
+
+
+def test_active_deadline_kills_the_process_after_its_grace_period(
+    kube: Kube, namespace: str, emulate: EmulateFactory
+) -> None:
+    """A process that ignores SIGTERM is killed once the pod's grace period is over: exit 137, as runtimes say."""
+    (node,) = emulate({"small": 1}, mode="process").nodes
+    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"
+    pod = task_pod("stubborn", node=node, app=None, command=[sys.executable, "-c", stubborn])
+    pod["spec"]["activeDeadlineSeconds"] = 2
+    pod["spec"]["terminationGracePeriodSeconds"] = 1
+    kube.create_pod(namespace, pod)
+    created = time.monotonic()
+
+    done = kube.wait_pod(namespace, "stubborn", phase_in("Succeeded", "Failed"), timeout_s=30)
+    elapsed = time.monotonic() - created
+    assert (done["status"]["phase"], done["status"]["reason"]) == ("Failed", "DeadlineExceeded")
+    terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (137, "Error")
+    assert 2.5 < elapsed < 12, elapsed  # the deadline, then the second of grace

@@ -69,3 +69,12 @@ class EmulatorClient:
 
     def evict(self, namespace: str, pod: str) -> None:
         self._call("POST", f"/pods/{namespace}/{pod}/evict")
+
+    def fail_image_pulls(
+        self, image: str, for_s: float, *, backoff_s: float | None = None
+    ) -> dict[str, float]:
+        """Pulls of ``image`` fail for the next ``for_s`` seconds (0 or less clears it); ``backoff_s`` sets the
+        first pull back-off from now on. Returns the seconds left for each failing image."""
+        body = {"image": image, "forS": for_s, "backoffS": backoff_s}
+        failing: dict[str, float] = self._call("POST", "/image-pull-failures", body)["failing"]
+        return failing

@@ -9,6 +9,9 @@
                                               "startInS": 0, "durationS": null}  (model seconds; model mode)
     DELETE /nodes/<node>/faults              end every fault on the node now
     POST   /pods/<namespace>/<name>/evict    evict through the Eviction API, as `kubectl drain` does
+    POST   /image-pull-failures              {"image": "busybox:1.36", "forS": 60, "backoffS": null}: pulls of that
+                                              exact image fail for forS seconds (0 clears); backoffS sets the
+                                              first pull back-off (the kubelet's 10 s by default)
 
 Errors come back as JSON ``{"error": "..."}`` with 400 (bad request), 404 (unknown node or pod) or 409.
 """
@@ -75,6 +78,7 @@ class ControlServer:
                 lambda n: (200, emu.call(lambda: emu.clear_faults(n)) or {}),
             ),
             ("POST", r"/pods/([^/]+)/([^/]+)/evict", lambda ns, n: (200, self._evict(ns, n))),
+            ("POST", r"/image-pull-failures", lambda: self._fail_pulls(body)),
         ]
         for want_method, pattern, action in routes:
             match = re.fullmatch(pattern, path)
@@ -92,6 +96,18 @@ class ControlServer:
             return 400, {"error": 'body must be {"enabled": true|false}'}
         self.emulator.call(lambda: self.emulator.set_heartbeats(node, enabled))
         return 200, {"node": node, "heartbeats": enabled}
+
+    def _fail_pulls(self, body: dict[str, Any]) -> tuple[int, Any]:
+        image = body.get("image")
+        if not isinstance(image, str) or not image:
+            return 400, {"error": 'body must be {"image": "<container image>", "forS": <seconds>}'}
+        try:
+            for_s = float(body["forS"])
+            backoff_s = None if body.get("backoffS") is None else float(body["backoffS"])
+        except (KeyError, TypeError, ValueError):
+            return 400, {"error": "forS (and backoffS, if given) must be numbers of seconds"}
+        failing = self.emulator.call(lambda: self.emulator.fail_image_pulls(image, for_s, backoff_s))
+        return 200, {"image": image, "forS": for_s, "failing": failing}
 
     def _fault(self, node: str, body: dict[str, Any]) -> tuple[int, Any]:
         kind = body.get("kind")

@@ -118,6 +118,19 @@ class EmulatedNode:
         }
 
 
+@dataclass
+class NodeState:
+    """What the emulator keeps about one of its nodes while it runs: its Node's uid, whether it heartbeats or was
+    removed (chaos), when its status was last posted, and the pods admitted on it."""
+
+    node: EmulatedNode
+    uid: str = ""
+    heartbeats: bool = True
+    removed: bool = False
+    last_status: float = 0.0
+    pods: set[str] = field(default_factory=set)
+
+
 def lease_object(node_name: str, node_uid: str, duration_s: int) -> dict[str, Any]:
     """The node's heartbeat Lease, owned by its Node as the kubelet makes it (so GC removes it with the Node)."""
     return {

@@ -162,24 +162,77 @@ def _container_statuses(pod: dict[str, Any], *, running: bool, state: dict[str, 
     return statuses
 
 
-def running_status(pod: dict[str, Any], *, started_at: str, host_ip: str, pod_ip: str) -> dict[str, Any]:
+def running_status(
+    pod: dict[str, Any],
+    *,
+    started_at: str,
+    host_ip: str,
+    pod_ip: str,
+    containers_started_at: str | None = None,
+) -> dict[str, Any]:
+    """``started_at`` is the pod's startTime (its admission); its containers may have started later, once their
+    images were pulled (``containers_started_at``)."""
+    ran = containers_started_at or started_at
     return {
         "phase": "Running",
+        **_sandbox(started_at, host_ip, pod_ip),
+        "conditions": [
+            _condition("PodReadyToStartContainers", True, started_at),
+            _condition("Initialized", True, started_at),
+            _condition("Ready", True, ran),
+            _condition("ContainersReady", True, ran),
+            _condition("PodScheduled", True, started_at),
+        ],
+        "containerStatuses": _container_statuses(pod, running=True, state={"running": {"startedAt": ran}}),
+    }
+
+
+def _sandbox(started_at: str, host_ip: str, pod_ip: str) -> dict[str, Any]:
+    """What the pod shows once its sandbox runs: addresses and startTime (activeDeadlineSeconds counts from it)."""
+    return {
         "hostIP": host_ip,
         "hostIPs": [{"ip": host_ip}],
         "podIP": pod_ip,
         "podIPs": [{"ip": pod_ip}],
         "startTime": started_at,
+    }
+
+
+def waiting_status(
+    pod: dict[str, Any], *, started_at: str, host_ip: str, pod_ip: str, waiting: dict[str, tuple[str, str]]
+) -> dict[str, Any]:
+    """Pending with its sandbox up while containers cannot start: ``waiting`` gives a container's (reason,
+    message), e.g. ``ErrImagePull``; a container not named there waits as ``ContainerCreating`` (the emulator
+    starts a pod's containers together)."""
+    names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+    unready = f"containers with unready status: [{' '.join(names)}]"
+    statuses = []
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        reason, message = waiting.get(container["name"], ("ContainerCreating", ""))
+        state = {"reason": reason, **({"message": message} if message else {})}
+        statuses.append(
+            {
+                "name": container["name"],
+                "image": container.get("image", ""),
+                "imageID": "",
+                "ready": False,
+                "started": False,
+                "restartCount": 0,
+                "state": {"waiting": state},
+            }
+        )
+    not_ready = {**_condition("Ready", False, started_at, "ContainersNotReady"), "message": unready}
+    return {
+        "phase": "Pending",
+        **_sandbox(started_at, host_ip, pod_ip),
         "conditions": [
             _condition("PodReadyToStartContainers", True, started_at),
             _condition("Initialized", True, started_at),
-            _condition("Ready", True, started_at),
-            _condition("ContainersReady", True, started_at),
+            not_ready,
+            {**not_ready, "type": "ContainersReady"},
             _condition("PodScheduled", True, started_at),
         ],
-        "containerStatuses": _container_statuses(
-            pod, running=True, state={"running": {"startedAt": started_at}}
-        ),
+        "containerStatuses": statuses,
     }
 
 
@@ -191,8 +244,11 @@ def terminated_status(
     finished_at: str,
     message: str = "",
     reason: str | None = None,
+    pod_reason: str = "",
+    pod_message: str = "",
 ) -> dict[str, Any]:
-    """The pod after its (single) container ended. ``reason`` defaults to the kubelet's: Completed or Error."""
+    """The pod after its (single) container ended. ``reason`` defaults to the kubelet's: Completed or Error;
+    ``pod_reason`` and ``pod_message`` say why the kubelet ended the pod (``DeadlineExceeded``)."""
     uid = pod["metadata"]["uid"]
     succeeded = exit_code == 0
     container_reason = reason or ("Completed" if succeeded else "Error")
@@ -207,6 +263,7 @@ def terminated_status(
         terminated["message"] = truncate_message(message)
     return {
         "phase": "Succeeded" if succeeded else "Failed",
+        **({"reason": pod_reason, "message": pod_message} if pod_reason else {}),
         # The whole list, since statuses are written with merge patches that replace lists.
         "conditions": [
             _condition("PodReadyToStartContainers", False, finished_at),
@@ -217,6 +274,34 @@ def terminated_status(
         ],
         "containerStatuses": _container_statuses(pod, running=False, state={"terminated": terminated}),
     }
+
+
+#: The kubelet's word for a container of a terminated pod that never ran (``TerminatePod``).
+UNKNOWN_CONTAINER_MESSAGE = "The container could not be located when the pod was terminated"
+
+
+def never_started_status(
+    pod: dict[str, Any], *, started_at: str, finished_at: str, pod_reason: str = "", pod_message: str = ""
+) -> dict[str, Any]:
+    """Failed before its containers ran (deleted, or past its deadline, while its images could not be pulled):
+    as the kubelet's ``TerminatePod`` leaves it, each container terminated with ``ContainerStatusUnknown``, 137."""
+    status = terminated_status(
+        pod,
+        exit_code=137,
+        started_at=started_at,
+        finished_at=finished_at,
+        message=UNKNOWN_CONTAINER_MESSAGE,
+        reason="ContainerStatusUnknown",
+        pod_reason=pod_reason,
+        pod_message=pod_message,
+    )
+    for container in status["containerStatuses"]:
+        container["imageID"] = ""
+        container.pop("containerID", None)
+        terminated = container["state"]["terminated"]
+        for key in ("containerID", "startedAt", "finishedAt"):
+            terminated.pop(key, None)
+    return status
 
 
 def truncate_message(message: str) -> str:

@@ -1,0 +1,384 @@
+"""The emulated kubelet's pod lifecycle: admission, image pulls, running, activeDeadlineSeconds, deletion.
+
+For every pod bound to one of its nodes, the emulator does what a kubelet does, in its order: admit it (or reject
+it as ``OutOf<resource>``), set its startTime, pull its images (a pull that fails leaves its containers waiting,
+``ErrImagePull`` then ``ImagePullBackOff``, retried with the back-off; see :mod:`mrsched.emulator.images`),
+start its task and write Running, then Succeeded or Failed; a pod active longer than its
+``spec.activeDeadlineSeconds`` since its startTime is killed (``DeadlineExceeded``); a deleted pod is stopped
+and its deletion finished.
+
+Everything here runs on the emulator's loop thread (chaos hooks get there through ``Emulator.call``), so that a
+pod's status writes happen in the kubelet's order and never race each other.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from mrsched.emulator.images import FailingImages, PodPulls
+from mrsched.emulator.kube import KubeClient
+from mrsched.emulator.nodes import NODE_ADDRESS, NodeState
+from mrsched.emulator.podstatus import (
+    Requests,
+    admit,
+    never_started_status,
+    now_rfc3339,
+    pod_requests,
+    rejected_status,
+    running_status,
+    terminated_status,
+    waiting_status,
+)
+from mrsched.emulator.reducewait import ReduceWaits
+from mrsched.emulator.runners import SIGTERM_EXIT_CODE, ModelRunner, TaskExit, TaskRunner
+
+log = logging.getLogger("mrsched.emulator")
+#: The kubelet's words for a pod killed at its activeDeadlineSeconds (``pkg/kubelet/active_deadline.go``).
+DEADLINE_REASON = "DeadlineExceeded"
+DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
+#: ``spec.terminationGracePeriodSeconds`` when the pod does not say (the API server's default).
+DEFAULT_GRACE_S = 30.0
+
+
+@dataclass
+class PodState:
+    """One admitted (or rejected) pod, as long as the pod exists: what its next status write needs."""
+
+    uid: str
+    node: str
+    requests: Requests
+    started_at: str = ""  # status.startTime: when the kubelet admitted it
+    admitted: float = 0.0  # the same, monotonic
+    pod_ip: str = ""
+    ran_at: str = ""  # when its containers started (later than started_at if its images had to be pulled)
+    running: bool = False  # its task was started
+    done: bool = False
+    deadline: float = math.inf  # monotonic: activeDeadlineSeconds after admission
+    deadline_exceeded: bool = False
+    pulls: PodPulls | None = None  # while its containers wait for their images
+    waiting: dict[str, tuple[str, str]] = field(default_factory=dict)  # what its last waiting status said
+    sync_at: float = math.inf  # monotonic: its pod worker's next sync while it waits (a pull retry)
+
+
+class Kubelet:
+    """The pods of every node of one emulator (a kubelet per node would only multiply threads: nodes share the
+    loop, and admission looks at each node's own pods)."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        runner: TaskRunner,
+        nodes: dict[str, NodeState],
+        *,
+        image_pull_backoff_s: float,
+    ) -> None:
+        self.kube = kube
+        self.runner = runner
+        self.nodes = nodes
+        self.pods: dict[str, PodState] = {}
+        # Admitted pods, for their statuses: as admitted once running; the latest spec while they wait.
+        self._pod_objects: dict[str, dict[str, Any]] = {}
+        self._due: dict[str, float] = {}  # pods with a deadline or a pull retry ahead: when (monotonic)
+        self.failing_images = FailingImages()
+        self.image_pull_backoff_s = image_pull_backoff_s
+        self.reduces = ReduceWaits(runner) if isinstance(runner, ModelRunner) else None
+
+    # --- events from the pod watch ---------------------------------------------------------------------------
+
+    def on_pod(self, event: str, pod: dict[str, Any]) -> None:
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        if self.reduces is not None:
+            self.reduces.track(event, pod)
+        node_state = self.nodes.get(spec.get("nodeName") or "")
+        if node_state is None or node_state.removed:
+            return
+        key = f"{meta['namespace']}/{meta['name']}"
+        known = self.pods.get(key)
+        if known is not None and known.uid != meta["uid"]:
+            self.forget(key)  # a new pod under an old name
+            known = None
+        if event == "DELETED":
+            if known is not None:
+                self.runner.kill(key)
+                self.forget(key)
+            return
+        if meta.get("deletionTimestamp"):
+            self._delete(key, pod, known)
+            return
+        if known is not None:
+            self._update(key, known, pod)
+            return
+        phase = (pod.get("status") or {}).get("phase", "Pending")
+        if phase in ("Succeeded", "Failed"):
+            return
+        if phase == "Running":
+            # Ours from before a restart of the emulator: the task died with it, as a container dies with its
+            # node's runtime.
+            self.kube.patch_pod_status(
+                meta["namespace"],
+                meta["name"],
+                terminated_status(
+                    pod,
+                    exit_code=137,
+                    started_at=now_rfc3339(),
+                    finished_at=now_rfc3339(),
+                    message="the node emulator restarted and lost this task",
+                    reason="Error",
+                ),
+            )
+            return
+        self._admit(key, node_state, pod)
+
+    def relist(self, listed: Collection[str]) -> None:
+        """Pods deleted while no watch was open sent no DELETED event: stop and forget them now."""
+        for key in [k for k in self.pods if k not in listed]:
+            self.runner.kill(key)
+            self.forget(key)
+        if self.reduces is not None:
+            self.reduces.keep_listed(listed)
+
+    def _update(self, key: str, state: PodState, pod: dict[str, Any]) -> None:
+        """What the kubelet takes from a changed spec: activeDeadlineSeconds (which may be set or lowered while
+        the pod runs) and, while its containers wait, new images (tried at once)."""
+        if state.done:
+            return
+        state.deadline = _deadline(pod, state.admitted)
+        if not state.running and key in self._pod_objects:
+            before, self._pod_objects[key] = self._pod_objects[key], pod
+            if _images(before) != _images(pod):
+                state.sync_at = time.monotonic()
+        self._schedule(key, state)
+
+    # --- admission, image pulls, start ----------------------------------------------------------------------
+
+    def _admit(self, key: str, node_state: NodeState, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        request = pod_requests(pod)
+        active = [self.pods[k] for k in node_state.pods if not self.pods[k].done]
+        used = sum((p.requests for p in active), Requests())
+        rejection = admit(request, used, len(active), node_state.node.capacity)
+        state = PodState(meta["uid"], node_state.node.name, request)
+        self.pods[key] = state
+        node_state.pods.add(key)
+        if rejection is not None:
+            state.done = True
+            self.kube.patch_pod_status(meta["namespace"], meta["name"], rejected_status(rejection))
+            log.info("rejected %s on %s: %s", key, state.node, rejection.reason)
+            return
+        n = len(self.pods)
+        state.pod_ip = f"127.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
+        state.started_at, state.admitted = now_rfc3339(), time.monotonic()
+        state.deadline = _deadline(pod, state.admitted)
+        self._pod_objects[key] = pod
+        self._sync(key, state, state.admitted)
+
+    def _sync(self, key: str, state: PodState, now: float) -> None:
+        """The pod worker's sync of a pod whose containers have not started: pull each container's image (the
+        emulator starts a pod's containers together, once all are there), else say why they wait."""
+        pod = self._pod_objects[key]
+        pulls = state.pulls or PodPulls(self.image_pull_backoff_s)
+        waiting: dict[str, tuple[str, str]] = {}
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            why = pulls.ensure(container.get("image", ""), self.failing_images, now)
+            if why is not None:
+                waiting[container["name"]] = why
+        if not waiting:
+            state.pulls, state.sync_at = None, math.inf
+            self._start(key, state, pod)
+        else:
+            state.pulls = pulls
+            state.sync_at = pulls.next_sync([reason for reason, _ in waiting.values()], now)
+            if waiting != state.waiting:
+                state.waiting = waiting
+                self._write(
+                    key,
+                    waiting_status(
+                        pod,
+                        started_at=state.started_at,
+                        host_ip=NODE_ADDRESS,
+                        pod_ip=state.pod_ip,
+                        waiting=waiting,
+                    ),
+                )
+        self._schedule(key, state)
+
+    def _start(self, key: str, state: PodState, pod: dict[str, Any]) -> None:
+        state.ran_at = now_rfc3339()
+        state.running = True
+        state.waiting = {}
+        self._write(
+            key,
+            running_status(
+                pod,
+                started_at=state.started_at,
+                host_ip=NODE_ADDRESS,
+                pod_ip=state.pod_ip,
+                containers_started_at=state.ran_at,
+            ),
+        )
+        # As the worker does (MRSCHED_WAIT_FOR_MAPS), a reduce holds its slot, idle, until its maps' output is there.
+        if self.reduces is None or not self.reduces.hold(key, state.node, pod):
+            self.runner.start(key, state.node, pod)
+
+    # --- timers: pull retries, deadlines, finished tasks --------------------------------------------------------
+
+    def _schedule(self, key: str, state: PodState) -> None:
+        due = min(state.sync_at, math.inf if state.deadline_exceeded else state.deadline)
+        if state.done or math.isinf(due):
+            self._due.pop(key, None)
+        else:
+            self._due[key] = due
+
+    def next_due(self) -> float:
+        """The soonest time (monotonic) :meth:`tick` has something to do, besides what the runner reports."""
+        soonest = min(self._due.values(), default=math.inf)
+        return min(soonest, self.reduces.next_deadline()) if self.reduces is not None else soonest
+
+    def tick(self) -> None:
+        """Report the tasks that ended, fail reduces that waited too long, retry pulls, enforce deadlines."""
+        now = time.monotonic()
+        ended = self.runner.poll() + (self.reduces.expire(now) if self.reduces is not None else [])
+        for done in ended:
+            _safely(partial(self._finish, done))
+        for key in [k for k, at in self._due.items() if at <= now]:
+            state = self.pods.get(key)
+            if state is None or state.done:
+                self._due.pop(key, None)
+            elif now >= state.deadline and not state.deadline_exceeded:
+                _safely(partial(self._exceed_deadline, key, state, now))
+            elif not state.running and now >= state.sync_at:
+                _safely(partial(self._sync, key, state, now))
+            else:
+                self._schedule(key, state)
+
+    def _exceed_deadline(self, key: str, state: PodState, now: float) -> None:
+        """The kubelet's active deadline handler: the pod fails; its containers are killed as at deletion
+        (SIGTERM, SIGKILL after terminationGracePeriodSeconds) and it turns Failed once they stopped, with the
+        exit they made; containers that never started are marked terminated (``ContainerStatusUnknown``)."""
+        state.deadline_exceeded = True
+        self._schedule(key, state)
+        pod = self._pod_objects.get(key)
+        log.info("%s passed its activeDeadlineSeconds: killing it", key)
+        if state.running:
+            done = self.reduces.terminate(key, now) if self.reduces is not None else None
+            if done is not None:
+                self._finish(done)
+                return
+            spec = (pod or {}).get("spec") or {}
+            grace = spec.get("terminationGracePeriodSeconds")
+            self.runner.terminate(key, DEFAULT_GRACE_S if grace is None else float(grace))
+            return
+        state.done, state.pulls, state.sync_at = True, None, math.inf
+        self._schedule(key, state)
+        if pod is not None:
+            self._write(
+                key,
+                never_started_status(
+                    pod,
+                    started_at=state.started_at,
+                    finished_at=now_rfc3339(),
+                    pod_reason=DEADLINE_REASON,
+                    pod_message=DEADLINE_MESSAGE,
+                ),
+            )
+
+    def _finish(self, done: TaskExit) -> None:
+        state = self.pods.get(done.pod_key)
+        pod = self._pod_objects.pop(done.pod_key, None)
+        if state is None or pod is None or state.done:
+            return
+        state.done = True
+        state.running = False
+        self._schedule(done.pod_key, state)
+        killed = state.deadline_exceeded and done.exit_code != 0
+        self._write(
+            done.pod_key,
+            terminated_status(
+                pod,
+                exit_code=done.exit_code,
+                started_at=state.ran_at,
+                finished_at=now_rfc3339(),
+                message=done.message,
+                reason=done.reason,
+                pod_reason=DEADLINE_REASON if killed else "",
+                pod_message=DEADLINE_MESSAGE if killed else "",
+            ),
+        )
+
+    # --- deletion, and forgetting ----------------------------------------------------------------------------
+
+    def _delete(self, key: str, pod: dict[str, Any], known: PodState | None) -> None:
+        """Stop what runs, write the containers' end, and finish the deletion (grace 0, this UID only)."""
+        meta = pod["metadata"]
+        if known is not None and not known.done:
+            known.done = True
+            if known.running:
+                self.runner.kill(key)
+                status = terminated_status(
+                    pod,
+                    exit_code=SIGTERM_EXIT_CODE,
+                    started_at=known.ran_at,
+                    finished_at=now_rfc3339(),
+                    message="",
+                    reason="Error",
+                )
+            else:  # still waiting for its images
+                status = never_started_status(pod, started_at=known.started_at, finished_at=now_rfc3339())
+            _safely(partial(self._write, key, status))
+        self.kube.delete_pod_now(meta["namespace"], meta["name"], meta["uid"])
+        self.forget(key)
+
+    def forget(self, key: str) -> None:
+        state = self.pods.pop(key, None)
+        self._pod_objects.pop(key, None)
+        self._due.pop(key, None)
+        if self.reduces is not None:
+            self.reduces.drop(key)
+        if state is not None and state.node in self.nodes:
+            self.nodes[state.node].pods.discard(key)
+
+    def lose_node(self, name: str) -> list[str]:
+        """The machine is gone: its tasks die without a word (returned), and nothing more is written for its
+        pods (no pull retries, no deadlines)."""
+        lost = self.runner.remove_node(name)
+        if self.reduces is not None:
+            lost += self.reduces.on_node(name)
+        for key in lost:
+            self._pod_objects.pop(key, None)
+        for key in self.nodes[name].pods:
+            self._due.pop(key, None)
+        return lost
+
+    def pods_on(self, node: NodeState, *, running: bool) -> list[str]:
+        """The node's live pods: running (their task started), or pending (waiting for their images)."""
+        return sorted(
+            k
+            for k in node.pods
+            if k in self.pods and not self.pods[k].done and self.pods[k].running == running
+        )
+
+    def _write(self, key: str, status: dict[str, Any]) -> None:
+        namespace, name = key.split("/", 1)
+        self.kube.patch_pod_status(namespace, name, status)
+
+
+def _deadline(pod: dict[str, Any], admitted: float) -> float:
+    seconds = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+    return math.inf if seconds is None else admitted + float(seconds)
+
+
+def _images(pod: dict[str, Any]) -> list[str]:
+    return [c.get("image", "") for c in (pod.get("spec") or {}).get("containers") or []]
+
+
+def _safely(call: Callable[[], object]) -> None:
+    try:
+        call()
+    except Exception as err:
+        log.warning("%s", err)
