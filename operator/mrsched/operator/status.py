@@ -49,7 +49,9 @@ def decide(state: JobState, fatal: str = "") -> Verdict:
         if task.failures:  # the last failure's own words, while its pod exists
             last = max(task.failures, key=lambda a: a.attempt)
             why = (last.report.error if last.report and last.report.error else last.message) or last.reason
-            message += f"; last attempt {last.name} on {last.node}: exit {last.exit_code}: {why}"
+            # The pod's own reason when it says more than the exit code (DeadlineExceeded, OOMKilled).
+            note = f" ({last.reason})" if last.reason and last.reason not in ("Error", "Completed") else ""
+            message += f"; last attempt {last.name} on {last.node}: exit {last.exit_code}{note}: {why}"
         return Verdict("Failed", "BackoffLimitExceeded", message)
     if state.all_succeeded():
         if state.commit.succeeded:
