@@ -22,7 +22,7 @@ def _intermediate(worker: Worker) -> Path:
 
 
 def _work_dir(worker: Worker, task: str, attempt: int) -> Path:
-    return _intermediate(worker) / "_temporary" / f"{task}.a{attempt}"
+    return _intermediate(worker) / "_temporary" / f"{task}.{task[0]}{task[-5:]}-a{attempt}"
 
 
 def _finish(worker: Worker, skip_map: int | None = None) -> list[bytes]:
@@ -66,7 +66,7 @@ def test_reduce_killed_mid_write_then_retried(worker: Worker) -> None:
     records = _teragen(worker, 200_000)
     for m in range(2):
         worker.run("map", "--app", "sort", "--index", str(m), *JOB)
-    staged = worker.data / "out" / "_temporary" / "manual" / "_attempts" / "part-r-00000.a0"
+    staged = worker.data / "out" / "_temporary" / "manual" / "_attempts" / "part-r-00000.r00000-a0"
     proc, _ = worker.start("reduce", "--app", "sort", "--index", "0", "--attempt", "0", *JOB)
     kill_when(proc, lambda: staged.exists() and staged.stat().st_size > 1 << 20)
     assert not (worker.data / "out" / "part-r-00000").exists(), "a killed reduce publishes no part"

@@ -26,7 +26,7 @@ from mrworker.layout import checked_id
 from mrworker.probe import PROBE_KINDS, Probe, run_probe
 from mrworker.report import Counters, render, write
 from mrworker.splits import Split, resolve
-from mrworker.task import Task
+from mrworker.task import Task, default_attempt_id
 
 DEFAULT_TERMINATION_LOG = "/dev/termination-log"
 TERMINATION_LOG_ENV = "MRSCHED_TERMINATION_LOG"
@@ -99,7 +99,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--attempt-id",
         default=_env("ATTEMPT_ID"),
-        help="this attempt's unique id, names its scratch and temporary files (the pod's UID; default a<attempt>)",
+        help="this attempt's unique id, names its scratch and temporary files (the pod's UID; default "
+        "<type letter><index>-a<attempt>, e.g. m00003-a0)",
     )
     p.add_argument(
         "--overwrite",
@@ -221,7 +222,10 @@ def build_task(args: argparse.Namespace, counters: Counters) -> Task:
         raise UsageError("--attempt must be >= 0, --sort-buffer-mb >= 1 and --merge-factor >= 2")
     job_uid = checked_id(args.job_uid or "", "--job-uid")
     attempt_id = checked_id(
-        f"a{args.attempt}" if args.attempt_id is None else args.attempt_id, "--attempt-id"
+        default_attempt_id(args.command, args.index, args.attempt)
+        if args.attempt_id is None
+        else args.attempt_id,
+        "--attempt-id",
     )
     data_dir: Path = args.data_dir
     output = resolve(args.output, data_dir)

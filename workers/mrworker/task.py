@@ -19,6 +19,12 @@ from mrworker.segments import Segment, merge_in_passes, read_index, write_index
 from mrworker.splits import BLOCK_BYTES, Split, input_files, nth_split, read_blocks
 
 
+def default_attempt_id(kind: str, index: int, attempt: int) -> str:
+    """An attempt id for runs by hand (``m00003-a0``, ``c00000-a1`` for commit-job): unique per task and attempt
+    within a job, as the staging names of concurrent attempts must be (the operator passes the pod's UID)."""
+    return f"{kind[0]}{index:05d}-a{attempt}"
+
+
 class Sink(Protocol):
     """Where a task writes a part file."""
 
@@ -51,13 +57,13 @@ class Task:
     seed: int = 0
     wait_for_maps_s: float = 0.0
     job_uid: str = "manual"
-    attempt_id: str = ""  # default: "a<attempt>"
+    attempt_id: str = ""  # default: default_attempt_id()
     overwrite: bool = False
     shown_output: str = ""  # the output as messages name it
     counters: Counters = field(default_factory=Counters)
 
     def __post_init__(self) -> None:
-        self.attempt_id = self.attempt_id or f"a{self.attempt}"
+        self.attempt_id = self.attempt_id or default_attempt_id(self.kind, self.index, self.attempt)
 
     @property
     def paths(self) -> Attempt:
