@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test bench bench-summaries bench-learning bench-steady bench-speed bench-dara-alpha bench-workers bench-operator calibrate cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-dara-alpha bench-workers bench-operator calibrate cluster-up cluster-down lock clean manifests
 
 all: test
 
@@ -36,8 +36,11 @@ lint: venv  ## ruff, mypy and the import-layer contracts
 unit: venv  ## tests that need no cluster
 	$(BIN)/pytest tests/unit tests/workers
 
-test: deps venv binaries lint  ## everything: lint, unit tests, and tests on the local control plane
-	$(BIN)/pytest
+test: deps venv binaries lint  ## everything: lint, unit tests, and tests on the local control plane (not the slow chaos cases)
+	$(BIN)/pytest -m "not slow" --durations=25
+
+chaos: deps venv binaries  ## the whole chaos and fuzz suite (tests/chaos), its slow cases included
+	$(BIN)/pytest tests/chaos --durations=25
 
 SCENARIOS ?= $(wildcard bench/scenarios/*.yaml)
 MODES ?= hadoop kubernetes

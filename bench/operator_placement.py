@@ -440,6 +440,7 @@ class Bench:
                 time.sleep(args.idle_gap)
             running = watcher.stop()
             loop.stop()
+            loop.close()
             to_bound = [t1 - decided_at[name] for name, _, t1 in api.creates if name in decided_at]
             to_running = [
                 running[name] - decided_at[name]

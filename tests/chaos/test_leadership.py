@@ -120,16 +120,16 @@ def test_a_leader_paused_past_its_lease_writes_nothing_once_resumed(
     second = start_operator(kube, namespace, tmp_path / "second", extra=extra)
     first_manager = f"mrsched-{socket.gethostname()}-{first.proc.pid}"
     try:
-        # Twenty maps of ~5 s on two small nodes (2 map slots each): five waves, placed over several rounds.
+        # Ten maps of ~5 s on two small nodes (2 map slots each): three waves, placed over several rounds.
         apply(
             kube,
             namespace,
             job_manifest(
                 "steady",
                 workload={"app": "wordcount"},
-                input={"paths": ["in"], "bytes": 20 * 20 * MB},
+                input={"paths": ["in"], "bytes": 10 * 20 * MB},
                 output={"path": "out"},
-                maps=20,
+                maps=10,
                 reduces=1,
                 resources={
                     "map": {"cpu": "500m", "memory": "256Mi"},

@@ -137,7 +137,8 @@ class ClusterApi:
         if resp.status == 409:
             return self._ours_already(pod)
         if not 200 <= resp.status <= 299:
-            raise ApiException.from_response(http_resp=resp, body=None, data=None)
+            body = resp.data.decode(errors="replace") if resp.data else None
+            raise ApiException.from_response(http_resp=resp, body=body, data=None)
         return True
 
     def remove_finalizer(self, namespace: str, name: str, index: int, finalizer: str) -> None:

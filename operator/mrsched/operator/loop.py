@@ -91,7 +91,9 @@ class SchedulingLoop:
         self.canaries = CanaryGate(config.degraded_canary_interval_s if config.taint_degraded_nodes else 0.0)
         self.reconciler = JobReconciler(api, config, self.metrics)
         self.learning = LearningFeed(self.policy, config, self.metrics, self.health)
-        self.pod_writes = PodWrites(api, self.metrics, self._pool, self.reconciler.job_error)
+        self.pod_writes = PodWrites(
+            api, self.metrics, self._pool, self.reconciler.job_error, self.reconciler.refuse
+        )
         self.live_metrics = LiveMetrics(api, self.metrics, node_metrics)
         self._profiles_loaded = False
         self._persist = True
@@ -102,8 +104,13 @@ class SchedulingLoop:
         self._wake.set()
 
     def stop(self) -> None:
+        """Ask the loop to stop: the round under way finishes (its pod writes still have the pool), then
+        :meth:`close`."""
         self._stop.set()
         self._wake.set()
+
+    def close(self) -> None:
+        """Release the write pool, once no round runs (after :meth:`stop` and the loop's thread has ended)."""
         self._pool.shutdown(wait=False)
 
     def wait(self, timeout_s: float) -> None:
@@ -337,7 +344,7 @@ class SchedulingLoop:
             if unfit:  # pending again next round; the policy hears of it then (LearningFeed.core_job)
                 log.debug("%s: %d of %d placements did not fit their node", name, unfit, len(placements))
         creations += self._commits(active, usable, used, now)
-        stats.created += self.pod_writes.create_pods(active, creations)
+        stats.created += self.pod_writes.create_pods(active, creations, now)
 
     def _fits(
         self, placement: Placement, spec: Any, usable: dict[str, snap.NodeInfo], used: dict[str, Any]

@@ -9,6 +9,7 @@ the job's status now holds. A write that fails is counted and logged, and the ne
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Callable
@@ -26,6 +27,8 @@ log = logging.getLogger("mrsched.loop")
 
 #: Reports an error in one job's part of the round (JobReconciler.job_error): body, stage, error.
 JobErrorReporter = Callable[[dict[str, Any], str, Exception], None]
+#: Fails a job whose spec cannot run (JobReconciler.refuse): body, message, now.
+JobRefuser = Callable[[dict[str, Any], str, float], str]
 
 
 class PodWrites:
@@ -35,15 +38,32 @@ class PodWrites:
         metrics: OperatorMetrics,
         pool: ThreadPoolExecutor,
         job_error: JobErrorReporter,
+        refuse: JobRefuser,
     ) -> None:
         self.api = api
         self.metrics = metrics
         self.pool = pool  # owned by the loop, which shuts it down when it stops
         self.job_error = job_error
+        self.refuse = refuse
 
-    def create_pods(self, active: list[tuple[dict[str, Any], JobState]], pods: list[dict[str, Any]]) -> int:
-        """Create the placed ``pods`` of the ``active`` jobs; returns how many were created."""
-        return sum(self.pool.map(self._create, self._record_attempts(active, pods)))
+    def create_pods(
+        self, active: list[tuple[dict[str, Any], JobState]], pods: list[dict[str, Any]], now: float
+    ) -> int:
+        """Create the placed ``pods`` of the ``active`` jobs; returns how many were created. A job whose pod the
+        apiserver refuses as invalid (422: a toleration the Pod API rejects, which the CRD let through) cannot
+        run, and retrying would only burn attempt numbers: it fails, reason InvalidSpec, with the apiserver's
+        words."""
+        ready = self._record_attempts(active, pods)
+        bodies = {state.spec.uid: body for body, state in active}
+        created = 0
+        refused: dict[str, str] = {}
+        for pod, (count, invalid) in zip(ready, self.pool.map(self._create, ready), strict=True):
+            created += count
+            if invalid:
+                refused.setdefault(pod["metadata"]["labels"][JOB_UID_LABEL], invalid)
+        for uid, message in refused.items():
+            self.refuse(bodies[uid], message, now)
+        return created
 
     def release(
         self, pods: list[dict[str, Any]], recorded: set[str], departed: set[str], up: set[str]
@@ -99,7 +119,8 @@ class PodWrites:
             ready += created
         return ready
 
-    def _create(self, pod: dict[str, Any]) -> int:
+    def _create(self, pod: dict[str, Any]) -> tuple[int, str]:
+        """(1 if created else 0, the apiserver's message when it refused the pod as invalid)."""
         try:
             created = self.api.create_pod(pod)
         except LeadershipLost:
@@ -109,7 +130,17 @@ class PodWrites:
             status = getattr(err, "status", None)
             self.metrics.bind_errors.labels(f"{reason}{status or ''}").inc()
             log.warning("creating pod %s failed: %s", pod["metadata"]["name"], err)
-            return 0
+            if status == 422:
+                return 0, f"the apiserver refuses its task pods: {_status_message(err)}"
+            return 0, ""
         if created:
             self.metrics.tasks_started.labels(pod["metadata"]["labels"]["mrsched.dev/task-type"]).inc()
-        return int(created)
+        return int(created), ""
+
+
+def _status_message(err: Exception) -> str:
+    """The message of the apiserver's Status in an ApiException, else the exception's text."""
+    try:
+        return str(json.loads(getattr(err, "body", None) or "")["message"])
+    except (ValueError, KeyError, TypeError):
+        return str(err)

@@ -69,6 +69,7 @@ class OperatorRunner:
         self.loop.stop()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        self.loop.close()
         self.keeper.stop()
         if self._thread is None or not self._thread.is_alive():
             # The loop has stopped placing: hand the Lease over now, not after the lease duration.
