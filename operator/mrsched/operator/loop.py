@@ -180,7 +180,10 @@ class SchedulingLoop:
                 continue
             recorded.add(state.spec.uid)
             phases[phase] += 1
-            if phase in ("Pending", "Running"):
+            # A job no worker could run (condition Unplaceable, fit.py) is not offered to the policies: the slot
+            # decisions they would spend on it every round could only be dropped, and a policy that keeps choosing
+            # it (fair: the job furthest below its share) would starve the jobs that can run.
+            if phase in ("Pending", "Running") and not _blocked(state.status):
                 active.append((body, state))
         present = {body["metadata"]["uid"] for body in bodies}
         departed = {uid for uid in attempts if uid not in present} | {
@@ -416,3 +419,9 @@ class SchedulingLoop:
                         )
                     )
         return pods
+
+
+def _blocked(status: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Unplaceable" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
