@@ -182,8 +182,10 @@ class SchedulingLoop:
             phases[phase] += 1
             # A job no worker could run (condition Unplaceable, fit.py) is not offered to the policies: the slot
             # decisions they would spend on it every round could only be dropped, and a policy that keeps choosing
-            # it (fair: the job furthest below its share) would starve the jobs that can run.
-            if phase in ("Pending", "Running") and not _blocked(state.status):
+            # it (fair: the job furthest below its share) would starve the jobs that can run. kube-default jobs
+            # still get their pods: kube-scheduler decides for them, and says why in its own words.
+            kube_default = (state.spec.policy or self.config.policy) == KUBE_DEFAULT
+            if phase in ("Pending", "Running") and (kube_default or not _blocked(state.status)):
                 active.append((body, state))
         present = {body["metadata"]["uid"] for body in bodies}
         departed = {uid for uid in attempts if uid not in present} | {
