@@ -26,6 +26,7 @@ from kubernetes.client.exceptions import ApiException
 from mrsched.core.catalog import ClusterLayout, NodeGroup
 from mrsched.localcluster.cluster import EmulatorHandle, LocalCluster, reap_abandoned
 from mrsched.localcluster.toolchain import Toolchain, cache_dir
+from mrsched.operator.pods import TRACKING_FINALIZER
 from tests.kubehelpers import Kube
 
 #: Heartbeats every 2 s and a 12 s grace period, so that a node that stops heartbeating goes NotReady fast.
@@ -90,7 +91,7 @@ def delete_namespace(kube: Kube, name: str) -> None:
     once a pod's outcome is recorded) is removed here, or the namespace would stay Terminating."""
     pods = kube.core.list_namespaced_pod(name, _preload_content=False)
     for pod in json.loads(pods.data)["items"]:
-        if "mrsched.dev/task-record" in (pod["metadata"].get("finalizers") or []):
+        if TRACKING_FINALIZER in (pod["metadata"].get("finalizers") or []):
             with contextlib.suppress(ApiException):  # gone meanwhile
                 kube.core.patch_namespaced_pod(
                     pod["metadata"]["name"],

@@ -17,7 +17,7 @@ from typing import Any
 
 from mrsched.operator import taskrecord
 from mrsched.operator.jobspec import JobSpec
-from mrsched.operator.pods import OUTPUT_CONFLICT_EXIT, PodAttempt, TaskType
+from mrsched.operator.pods import OUTPUT_CONFLICT_EXIT, PodAttempt, TaskType, parse_time
 
 
 @dataclass
@@ -206,10 +206,6 @@ def _recorded(kind: TaskType, index: int, record: taskrecord.KindRecord) -> Task
         recorded_failed=frozenset(record.failed.get(index, ())),
         recorded_succeeded=index in record.succeeded,
     )
-
-
-def parse_time(text: str | None) -> float | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
 
 
 def rfc3339(ts: float) -> str:

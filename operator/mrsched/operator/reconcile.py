@@ -20,11 +20,11 @@ from mrsched.operator import fit
 from mrsched.operator import snapshot as snap
 from mrsched.operator import status as job_status
 from mrsched.operator.config import OperatorConfig
-from mrsched.operator.jobstate import JobState, parse_time
+from mrsched.operator.jobstate import JobState
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.leader import LeadershipLost
 from mrsched.operator.metrics import OperatorMetrics
-from mrsched.operator.pods import TRANSIENT_WAITING, PodAttempt
+from mrsched.operator.pods import TRANSIENT_WAITING, PodAttempt, parse_time
 from mrsched.operator.roundstats import RoundStats
 
 log = logging.getLogger("mrsched.loop")

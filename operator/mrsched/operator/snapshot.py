@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, NodeMetrics, Resources, Task
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobspec import parse_cpu, parse_memory_mb
 from mrsched.operator.jobstate import JobState
+from mrsched.operator.pods import parse_time
 
 CLASS_LABEL = "mrsched.dev/node-class"
 RACK_LABEL = "topology.mrsched.dev/rack"
@@ -106,8 +106,9 @@ def read_node(body: dict[str, Any], config: OperatorConfig) -> NodeInfo:
 
 
 def _timestamp(text: str | None) -> float | None:
+    """pods.parse_time, but a malformed value on a Node reads as unknown instead of stopping the round."""
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
+        return parse_time(text)
     except ValueError:
         return None
 
