@@ -28,6 +28,7 @@ class FakeApi:
         self.status: dict[str, Any] = {}
         self.events: list[tuple[str, str]] = []  # (reason, message)
         self.refuse_patches = False
+        self.deleted: list[str] = []
 
     def patch_job_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
         if self.refuse_patches:
@@ -38,7 +39,8 @@ class FakeApi:
         self.events.append((reason, message))
 
     def delete_pod(self, namespace: str, name: str, grace_s: float | None = None) -> None:
-        pass
+        assert grace_s is None, "a surplus attempt's node may still run it: never forced"
+        self.deleted.append(name)
 
     def failures_announced(self) -> list[str]:
         return [message for reason, message in self.events if reason == "TaskFailed"]
@@ -59,10 +61,10 @@ def body(status: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def attempt(index: int, n: int, phase: str) -> PodAttempt:
+def attempt(index: int, n: int, phase: str, kind: str = "map") -> PodAttempt:
     return PodAttempt(
-        name=f"job-uid-1-m{index:05d}-a{n}",
-        kind="map",
+        name=f"job-uid-1-{kind[0]}{index:05d}-a{n}",
+        kind=kind,  # type: ignore[arg-type]
         index=index,
         attempt=n,
         node="a",
@@ -112,3 +114,23 @@ def test_a_failure_whose_status_patch_fails_is_announced_by_the_round_that_recor
     reconcile(reconciler, api, pods)
     reconcile(reconciler, api, pods)
     assert len(api.failures_announced()) == 1
+
+
+def test_attempts_no_task_needs_are_ended_gracefully_and_not_charged() -> None:
+    """A pod create that timed out and was delivered late leaves two live attempts of one task (the chaos proxy's
+    hung write): the older is ended, and so is a live attempt of a task that has succeeded, and every live one of
+    a finished job; none counts against the backoff."""
+    api = FakeApi()
+    reconciler = JobReconciler(cast(ClusterApi, api), OperatorConfig(), OperatorMetrics())
+    late = attempt(0, 0, "Running")  # created after its task was placed again as a1
+    pods = [late, attempt(0, 1, "Running"), attempt(1, 0, "Succeeded"), attempt(1, 1, "Running")]
+    assert reconcile(reconciler, api, pods) == "Running"
+    assert sorted(api.deleted) == ["job-uid-1-m00000-a0", "job-uid-1-m00001-a1"]
+    assert api.status["maps"]["failed"] == 0 and api.status["maps"]["running"] == 1, api.status["maps"]
+
+    # A finished job ends any attempt still live (one created late, after the job ended), once.
+    api = FakeApi()
+    api.status = {"phase": "Failed"}
+    reconciler = JobReconciler(cast(ClusterApi, api), OperatorConfig(), OperatorMetrics())
+    reconcile(reconciler, api, [attempt(0, 0, "Failed"), attempt(1, 0, "Running"), attempt(1, 1, "Pending")])
+    assert sorted(api.deleted) == ["job-uid-1-m00001-a0", "job-uid-1-m00001-a1"]

@@ -20,7 +20,7 @@ from mrsched.operator import fit
 from mrsched.operator import snapshot as snap
 from mrsched.operator import status as job_status
 from mrsched.operator.config import OperatorConfig
-from mrsched.operator.jobstate import JobState
+from mrsched.operator.jobstate import JobState, TaskState
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.leader import LeadershipLost
 from mrsched.operator.metrics import OperatorMetrics
@@ -91,6 +91,19 @@ class JobReconciler:
                         stats.deleted += 1
                         task.attempts.remove(attempt)
                         task.attempts.append(_lost(attempt))
+        for task, attempt in _surplus(state):
+            # A pod the operator no longer wants: a task that has succeeded, a job that has finished, or an older
+            # attempt that appeared after its task was placed again (a create that timed out and was delivered
+            # late). Ended gracefully, as Hadoop's AM kills an attempt it does not need; never counted as a
+            # failure, and its output never committed (the task's or job's commit has happened or will take
+            # the surviving attempt's).
+            log.info("ending %s/%s: no longer needed", spec.namespace, attempt.name)
+            self.api.delete_pod(spec.namespace, attempt.name)
+            stats.deleted += 1
+            task.attempts.remove(attempt)
+            task.attempts.append(
+                replace(attempt, phase="Failed", reason="Superseded", deleting=True, disrupted=True)
+            )
         verdict = job_status.decide(state, fatal)
         backoff = (self.config.backoff_base_s, self.config.backoff_max_s)
         blocked = fit.unplaceable(spec, workers) if verdict.phase == "Pending" else None
@@ -182,6 +195,17 @@ class JobReconciler:
                     f"{attempt.name} on {attempt.node} failed (exit {attempt.exit_code}, {attempt.reason}): {why}; "
                     f"{task.failure_count} of {state.spec.backoff_limit + 1} attempts used",
                 )
+
+
+def _surplus(state: JobState) -> list[tuple[TaskState, PodAttempt]]:
+    """The live attempts no task needs: every one of a finished job or of a task that has succeeded, and of two
+    or more live attempts of one task (the operator runs one at a time), all but the latest."""
+    surplus = []
+    for task in state.every_task():
+        live = sorted(task.live, key=lambda a: a.attempt)
+        keep = [] if state.finished_phase or task.succeeded else live[-1:]
+        surplus += [(task, a) for a in live if a not in keep]
+    return surplus
 
 
 def _lost(attempt: PodAttempt) -> PodAttempt:
