@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-dara-alpha bench-workers bench-operator calibrate cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-dara-alpha bench-workers bench-operator bench-live calibrate cluster-up cluster-down lock clean manifests
 
 all: test
 
@@ -41,6 +41,9 @@ test: deps venv binaries lint  ## everything: lint, unit tests, and tests on the
 
 chaos: deps venv binaries  ## the whole chaos and fuzz suite (tests/chaos), its slow cases included
 	$(BIN)/pytest tests/chaos --durations=25
+
+bench-live: deps venv binaries  ## the statistical live tests (ThroughputScheduler's learning, disk-health diagnosis) on the local control plane, their numbers into bench/results/live-learning.txt
+	set -o pipefail; $(BIN)/pytest -m slow tests/cluster -s -p no:cacheprovider --durations=5 2>&1 | tee bench/results/live-learning.txt
 
 SCENARIOS ?= $(wildcard bench/scenarios/*.yaml)
 MODES ?= hadoop kubernetes

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mrsched.operator.health import TAINT_KEY
 from mrsched.operator.pods import PLACEMENT_ANNOTATION as PLACEMENT
 from tests.cluster.test_metric_policies_live import gauge, node_events
@@ -75,6 +77,7 @@ def degraded_taint(kube: Kube, node: str) -> str | None:
     )
 
 
+@pytest.mark.slow  # about 6 minutes of task durations, statistical: make bench-live runs it and commits its numbers
 def test_a_slowed_disk_is_flagged_from_task_durations_and_cleared_after(
     kube: Kube, namespace: str, tmp_path: Path, emulate: EmulateFactory
 ) -> None:

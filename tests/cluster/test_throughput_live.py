@@ -107,6 +107,7 @@ def operator(kube: Kube, namespace: str, tmp_path: Path, nodes: list[str]) -> It
     handle.stop()
 
 
+@pytest.mark.slow  # about 6.5 minutes of learning curves, statistical: make bench-live runs it and commits its numbers
 def test_throughput_learns_nodes_and_apps_and_keeps_them_across_a_restart(
     kube: Kube, namespace: str, tmp_path: Path, nodes: list[str], operator: OperatorProcess
 ) -> None:
