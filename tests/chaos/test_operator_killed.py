@@ -77,17 +77,25 @@ def check_output(kube: Kube, namespace: str, job: dict[str, Any], data: Path, co
     assert len(names) == len(set(names))
     for kind in ("map", "reduce"):
         # Every attempt of a pod that exists was recorded before it was created: none beyond the record.
-        recorded = dict(
-            (int(i), int(n))
-            for part in tasks[kind]["attempts"].split(",")
-            for i, n in [part.split("=")]
-            if "-" not in i
-        )
+        recorded = attempts_recorded(tasks[kind]["attempts"])
         for pod in pods:
             labels = pod["metadata"]["labels"]
-            index = int(labels["mrsched.dev/task-index"])
-            if labels["mrsched.dev/task-type"] == kind and index in recorded:
-                assert int(labels["mrsched.dev/attempt"]) < recorded[index], (pod["metadata"]["name"], tasks)
+            if labels["mrsched.dev/task-type"] == kind:
+                index = int(labels["mrsched.dev/task-index"])
+                assert int(labels["mrsched.dev/attempt"]) < recorded.get(index, 0), (
+                    pod["metadata"]["name"],
+                    tasks,
+                )
+
+
+def attempts_recorded(encoded: str) -> dict[int, int]:
+    """Task index -> attempts made, from the record's range encoding ("0-3=1,4=2")."""
+    out = {}
+    for part in filter(None, encoded.split(",")):
+        span, count = part.split("=")
+        low, _, high = span.partition("-")
+        out.update({i: int(count) for i in range(int(low), int(high or low) + 1)})
+    return out
 
 
 def test_sigkill_mid_create_batch_and_after_the_commit_pod_is_created(

@@ -176,6 +176,30 @@ def test_evicted_pod_is_stopped_and_removed(kube: Kube, namespace: str, emulate:
     assert emulator.client.nodes()[0]["runningPods"] == []
 
 
+def test_graceful_node_shutdown_ends_pods_as_disruptions_and_admits_none(
+    kube: Kube, namespace: str, emulate: EmulateFactory
+) -> None:
+    """As the kubelet's node shutdown manager: running pods end within the grace, Failed with reason Terminated and
+    a DisruptionTarget condition (TerminationByKubelet); a pod bound afterwards is rejected (NodeShutdown); the
+    node stops heartbeating."""
+    emulator = emulate({"small": 1})
+    (node,) = emulator.nodes
+    kube.create_pod(namespace, task_pod("running", node=node, app=None))
+    kube.wait_pod(namespace, "running", phase_in("Running"))
+    assert emulator.client.shut_down_node(node, grace_s=2) == [f"{namespace}/running"]
+    ended = kube.wait_pod(namespace, "running", phase_in("Failed"))["status"]
+    assert (ended["reason"], ended["message"]) == (
+        "Terminated",
+        "Pod was terminated in response to imminent node shutdown.",
+    )
+    disruption = next(c for c in ended["conditions"] if c["type"] == "DisruptionTarget")
+    assert (disruption["status"], disruption["reason"]) == ("True", "TerminationByKubelet")
+    kube.create_pod(namespace, task_pod("late", node=node, app=None))
+    late = kube.wait_pod(namespace, "late", phase_in("Failed"))["status"]
+    assert late["reason"] == "NodeShutdown", late
+    assert not next(n for n in emulator.client.nodes() if n["name"] == node)["heartbeats"]
+
+
 def test_model_mode_reduce_waits_for_its_jobs_maps_and_fetches_remote_output_over_the_network(
     kube: Kube, namespace: str, emulate: EmulateFactory
 ) -> None:

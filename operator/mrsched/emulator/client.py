@@ -45,6 +45,9 @@ class EmulatorClient:
     def set_heartbeats(self, node: str, enabled: bool) -> None:
         self._call("POST", f"/nodes/{node}/heartbeats", {"enabled": enabled})
 
+    def shut_down_node(self, node: str, grace_s: float = 30.0) -> list[str]:
+        return list(self._call("POST", f"/nodes/{node}/shutdown", {"graceS": grace_s})["endedPods"])
+
     def delete_node(self, node: str) -> list[str]:
         lost: list[str] = self._call("DELETE", f"/nodes/{node}")["lostPods"]
         return lost

@@ -4,6 +4,8 @@
     GET    /healthz                          200 once the nodes are registered
     GET    /nodes                            names, classes, heartbeats, running pods, injected faults
     POST   /nodes/<node>/heartbeats          {"enabled": false}: stop renewing the Lease (node goes NotReady)
+    POST   /nodes/<node>/shutdown            {"graceS": 5}: graceful node shutdown: its pods ended within graceS and
+                                              marked disrupted (DisruptionTarget), none admitted, then NotReady
     DELETE /nodes/<node>                     the machine disappears: tasks die, the Node object is deleted
     POST   /nodes/<node>/faults              {"kind": "cpu-hog"|"disk-hog"|"lost-cores", "intensity": 1,
                                               "startInS": 0, "durationS": null}  (model seconds; model mode)
@@ -66,6 +68,7 @@ class ControlServer:
             ),
             ("GET", r"/nodes", lambda: (200, emu.call(emu.describe))),
             ("POST", r"/nodes/([^/]+)/heartbeats", lambda n: self._heartbeats(n, body)),
+            ("POST", r"/nodes/([^/]+)/shutdown", lambda n: self._shut_down(n, body)),
             (
                 "DELETE",
                 r"/nodes/([^/]+)",
@@ -89,6 +92,13 @@ class ControlServer:
     def _evict(self, namespace: str, name: str) -> dict[str, str]:
         self.emulator.kube.evict_pod(namespace, name)
         return {"evicted": f"{namespace}/{name}"}
+
+    def _shut_down(self, node: str, body: dict[str, Any]) -> tuple[int, Any]:
+        grace = body.get("graceS", 30)
+        if not isinstance(grace, int | float) or isinstance(grace, bool):
+            return 400, {"error": 'body must be {"graceS": <seconds>}'}
+        ended = self.emulator.call(lambda: self.emulator.shut_down_node(node, float(grace)))
+        return 200, {"node": node, "endedPods": ended}
 
     def _heartbeats(self, node: str, body: dict[str, Any]) -> tuple[int, Any]:
         enabled = body.get("enabled")

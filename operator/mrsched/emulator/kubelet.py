@@ -5,7 +5,7 @@ it as ``OutOf<resource>``), set its startTime, pull its images (a pull that fail
 ``ErrImagePull`` then ``ImagePullBackOff``, retried with the back-off; see :mod:`mrsched.emulator.images`),
 start its task and write Running, then Succeeded or Failed; a pod active longer than its
 ``spec.activeDeadlineSeconds`` since its startTime is killed (``DeadlineExceeded``); a deleted pod is stopped
-and its deletion finished.
+and its deletion finished; a node's graceful shutdown ends its pods as disruptions and admits no more.
 
 Everything here runs on the emulator's loop thread (chaos hooks get there through ``Emulator.call``), so that a
 pod's status writes happen in the kubelet's order and never race each other.
@@ -25,6 +25,7 @@ from mrsched.emulator.images import FailingImages, PodPulls
 from mrsched.emulator.kube import KubeClient
 from mrsched.emulator.nodes import NODE_ADDRESS, NodeState
 from mrsched.emulator.podstatus import (
+    SHUTDOWN_REJECTION,
     Requests,
     admit,
     never_started_status,
@@ -32,6 +33,7 @@ from mrsched.emulator.podstatus import (
     pod_requests,
     rejected_status,
     running_status,
+    shut_down_status,
     terminated_status,
     waiting_status,
 )
@@ -61,6 +63,7 @@ class PodState:
     done: bool = False
     deadline: float = math.inf  # monotonic: activeDeadlineSeconds after admission
     deadline_exceeded: bool = False
+    shut_down: bool = False  # ended by its node's graceful shutdown
     pulls: PodPulls | None = None  # while its containers wait for their images
     waiting: dict[str, tuple[str, str]] = field(default_factory=dict)  # what its last waiting status said
     sync_at: float = math.inf  # monotonic: its pod worker's next sync while it waits (a pull retry)
@@ -162,7 +165,11 @@ class Kubelet:
         request = pod_requests(pod)
         active = [self.pods[k] for k in node_state.pods if not self.pods[k].done]
         used = sum((p.requests for p in active), Requests())
-        rejection = admit(request, used, len(active), node_state.node.capacity)
+        rejection = (
+            SHUTDOWN_REJECTION
+            if node_state.shutting_down
+            else admit(request, used, len(active), node_state.node.capacity)
+        )
         state = PodState(meta["uid"], node_state.node.name, request)
         self.pods[key] = state
         node_state.pods.add(key)
@@ -262,31 +269,44 @@ class Kubelet:
         (SIGTERM, SIGKILL after terminationGracePeriodSeconds) and it turns Failed once they stopped, with the
         exit they made; containers that never started are marked terminated (``ContainerStatusUnknown``)."""
         state.deadline_exceeded = True
-        self._schedule(key, state)
-        pod = self._pod_objects.get(key)
         log.info("%s passed its activeDeadlineSeconds: killing it", key)
+        grace = ((self._pod_objects.get(key) or {}).get("spec") or {}).get("terminationGracePeriodSeconds")
+        self._end(key, state, now, DEFAULT_GRACE_S if grace is None else float(grace))
+
+    def shut_down(self, name: str, grace_s: float) -> list[str]:
+        """Graceful node shutdown: from now on the node admits no pod (``NodeShutdown``), and each of its pods is
+        ended as at its deadline, within ``grace_s`` (the kubelet's shutdownGracePeriod), then written Failed
+        with the shutdown's reason and a ``DisruptionTarget`` condition. Returns the pods ended."""
+        self.nodes[name].shutting_down = True
+        now = time.monotonic()
+        ended = []
+        for key in sorted(self.nodes[name].pods):
+            state = self.pods.get(key)
+            if state is not None and not state.done:
+                state.shut_down = True
+                ended.append(key)
+                self._end(key, state, now, grace_s)
+        return ended
+
+    def _end(self, key: str, state: PodState, now: float, grace_s: float) -> None:
+        """End a pod the kubelet decided to end: running containers get SIGTERM, then SIGKILL after ``grace_s``,
+        and the pod is written once they stopped (``_finish``); containers that never started are marked
+        terminated at once."""
+        self._schedule(key, state)
         if state.running:
             done = self.reduces.terminate(key, now) if self.reduces is not None else None
             if done is not None:
                 self._finish(done)
-                return
-            spec = (pod or {}).get("spec") or {}
-            grace = spec.get("terminationGracePeriodSeconds")
-            self.runner.terminate(key, DEFAULT_GRACE_S if grace is None else float(grace))
+            else:
+                self.runner.terminate(key, grace_s)
             return
         state.done, state.pulls, state.sync_at = True, None, math.inf
         self._schedule(key, state)
-        if pod is not None:
-            self._write(
-                key,
-                never_started_status(
-                    pod,
-                    started_at=state.started_at,
-                    finished_at=now_rfc3339(),
-                    pod_reason=DEADLINE_REASON,
-                    pod_message=DEADLINE_MESSAGE,
-                ),
+        if (pod := self._pod_objects.get(key)) is not None:
+            status = never_started_status(
+                pod, started_at=state.started_at, finished_at=now_rfc3339(), **_why(state)
             )
+            self._write(key, shut_down_status(status) if state.shut_down else status)
 
     def _finish(self, done: TaskExit) -> None:
         state = self.pods.get(done.pod_key)
@@ -296,20 +316,16 @@ class Kubelet:
         state.done = True
         state.running = False
         self._schedule(done.pod_key, state)
-        killed = state.deadline_exceeded and done.exit_code != 0
-        self._write(
-            done.pod_key,
-            terminated_status(
-                pod,
-                exit_code=done.exit_code,
-                started_at=state.ran_at,
-                finished_at=now_rfc3339(),
-                message=done.message,
-                reason=done.reason,
-                pod_reason=DEADLINE_REASON if killed else "",
-                pod_message=DEADLINE_MESSAGE if killed else "",
-            ),
+        status = terminated_status(
+            pod,
+            exit_code=done.exit_code,
+            started_at=state.ran_at,
+            finished_at=now_rfc3339(),
+            message=done.message,
+            reason=done.reason,
+            **(_why(state) if done.exit_code != 0 else {}),
         )
+        self._write(done.pod_key, shut_down_status(status) if state.shut_down else status)
 
     # --- deletion, and forgetting ----------------------------------------------------------------------------
 
@@ -366,6 +382,11 @@ class Kubelet:
     def _write(self, key: str, status: dict[str, Any]) -> None:
         namespace, name = key.split("/", 1)
         self.kube.patch_pod_status(namespace, name, status)
+
+
+def _why(state: PodState) -> dict[str, str]:
+    """The pod-level reason and message of a pod the kubelet killed at its deadline."""
+    return {"pod_reason": DEADLINE_REASON, "pod_message": DEADLINE_MESSAGE} if state.deadline_exceeded else {}
 
 
 def _deadline(pod: dict[str, Any], admitted: float) -> float:

@@ -127,6 +127,7 @@ class NodeState:
     uid: str = ""
     heartbeats: bool = True
     removed: bool = False
+    shutting_down: bool = False  # a graceful shutdown began: no pod is admitted
     last_status: float = 0.0
     pods: set[str] = field(default_factory=set)
 

@@ -304,6 +304,31 @@ def never_started_status(
     return status
 
 
+#: The kubelet's graceful node shutdown (``pkg/kubelet/nodeshutdown``): what it writes on each pod it ends, and
+#: on each pod it refuses to admit meanwhile.
+SHUTDOWN_REASON = "Terminated"
+SHUTDOWN_MESSAGE = "Pod was terminated in response to imminent node shutdown."
+SHUTDOWN_REJECTION = Rejection("NodeShutdown", "Pod was rejected as the node is shutting down.")
+
+
+def shut_down_status(status: dict[str, Any]) -> dict[str, Any]:
+    """A terminated pod's ``status`` as the node shutdown manager leaves it: Failed whatever its containers'
+    exit, with its reason and message, and the ``DisruptionTarget`` condition (``TerminationByKubelet``) that
+    tells a controller the pod's end was not its own doing."""
+    at = next(c["lastTransitionTime"] for c in status["conditions"] if c["type"] == "Ready")
+    disruption = {
+        **_condition("DisruptionTarget", True, at, "TerminationByKubelet"),
+        "message": SHUTDOWN_MESSAGE,
+    }
+    return {
+        **status,
+        "phase": "Failed",
+        "reason": SHUTDOWN_REASON,
+        "message": SHUTDOWN_MESSAGE,
+        "conditions": [disruption, *status["conditions"]],
+    }
+
+
 def truncate_message(message: str) -> str:
     """Cut to the kubelet's 4096-byte limit without splitting a UTF-8 character."""
     data = message.encode()

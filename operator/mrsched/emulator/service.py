@@ -259,6 +259,16 @@ class Emulator:
             # controller marked its node Unknown.
             state.last_status = 0.0
 
+    def shut_down_node(self, name: str, grace_s: float) -> list[str]:
+        """A graceful node shutdown (systemd's inhibitor, the kubelet's shutdownGracePeriod): its pods are ended
+        within ``grace_s`` and marked as disrupted, then the node stops heartbeating and turns NotReady."""
+        state = self.node_or_error(name)
+        if grace_s < 0:
+            raise ValueError("graceS must not be negative")
+        ended = self.kubelet.shut_down(name, grace_s)
+        state.heartbeats = False
+        return ended
+
     def delete_node(self, name: str) -> list[str]:
         """The machine is gone: its tasks die without a word and its Node object is deleted."""
         state = self.node_or_error(name)

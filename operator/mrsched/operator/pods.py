@@ -25,7 +25,16 @@ PLACEMENT_ANNOTATION = "mrsched.dev/placement"
 TRACKING_FINALIZER = "mrsched.dev/task-record"
 DATA_VOLUME = "data"
 #: Kubelet rejections that say nothing about the task: the pod is placed again, not counted as a failure.
-REJECTIONS = ("OutOfcpu", "OutOfmemory", "OutOfpods", "NodeAffinity", "NodeLost", "Evicted", "Preempting")
+REJECTIONS = (
+    "OutOfcpu",
+    "OutOfmemory",
+    "OutOfpods",
+    "NodeAffinity",
+    "NodeLost",
+    "Evicted",
+    "Preempting",
+    "NodeShutdown",  # admission refused by a node in its graceful shutdown (the kubelet's nodeshutdown manager)
+)
 #: The worker's exit code for an output that exists and is not this job's (workers/mrworker/cli.py).
 OUTPUT_CONFLICT_EXIT = 3
 #: Waiting reasons that will not fix themselves: the job fails at once.
