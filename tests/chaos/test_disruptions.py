@@ -9,33 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.chaos.test_node_not_ready import one_long_map, running_map
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube, wait_for
-from tests.operatorhelpers import OperatorProcess, apply, job_manifest, task_pods, wait_phase
-
-MB = 1 << 20
-
-
-def running_map(kube: Kube, namespace: str, job: str) -> dict[str, Any] | None:
-    for pod in task_pods(kube, namespace, job):
-        labels = pod["metadata"]["labels"]
-        if labels["mrsched.dev/task-type"] == "map" and (pod.get("status") or {}).get("phase") == "Running":
-            return pod
-    return None
+from tests.operatorhelpers import OperatorProcess, apply, task_pods, wait_phase
 
 
 def one_map(name: str) -> dict[str, Any]:
-    return job_manifest(
-        name,
-        # Model mode, wordcount: about 20 s of map on a medium node at 4x emulated time.
-        workload={"app": "wordcount"},
-        input={"paths": ["in"], "bytes": 300 * MB},
-        output={"path": "out"},
-        maps=1,
-        reduces=1,
-        backoffLimit=0,  # a single charged failure would fail the job
-        resources={"map": {"cpu": "1", "memory": "512Mi"}, "reduce": {"cpu": "1", "memory": "512Mi"}},
-    )
+    """About 20 s of map at 4x emulated time; a single charged failure would fail the job."""
+    job = one_long_map(name)
+    job["spec"]["backoffLimit"] = 0
+    return job
 
 
 def ran_again_elsewhere(kube: Kube, namespace: str, name: str, node: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from mrsched.operator import status as job_status
 from mrsched.operator.config import OperatorConfig
-from mrsched.operator.fit import unplaceable
+from mrsched.operator.fit import refusing_nodes, unplaceable
 from mrsched.operator.jobspec import JobSpec
 from mrsched.operator.jobstate import JobState
 from mrsched.operator.pods import PodAttempt
@@ -112,3 +112,21 @@ def test_a_pod_that_may_start_later_gets_its_grace() -> None:
     assert pending("ImagePullBackOff").cannot_start(now=301.0, grace_s=300.0)
     assert pending("InvalidImageName").cannot_start(now=1.0, grace_s=300.0), "never fixes itself"
     assert not pending("ContainerCreating").cannot_start(now=10_000.0, grace_s=300.0)
+
+
+def test_a_node_that_refused_a_pod_is_left_alone_for_the_cool_down() -> None:
+    """A node shutting down answers every pod with NodeShutdown while the API still calls it Ready: offered
+    tasks at each heartbeat, it made a task burn 89 attempt numbers in 20 s (the live shutdown test, before)."""
+
+    def refused(node: str, reason: str, at: float) -> PodAttempt:
+        return PodAttempt("p", "map", 0, 0, node, "Failed", created=at - 1, finished=at, reason=reason)
+
+    attempts = [
+        refused("closing", "NodeShutdown", 100.0),
+        refused("full", "OutOfcpu", 80.0),
+        refused("old", "NodeShutdown", 50.0),  # past the cool-down
+        refused("evicting", "Evicted", 100.0),  # about a running pod, not about taking more
+        PodAttempt("q", "map", 1, 0, "failing", "Failed", created=99.0, finished=100.0, reason="Error"),
+    ]
+    assert refusing_nodes(attempts, now=105.0, cooldown_s=30.0) == {"closing", "full"}
+    assert refusing_nodes(attempts, now=131.0, cooldown_s=30.0) == set()

@@ -71,7 +71,7 @@ class EmulatedNode:
             "spec": {},
         }
 
-    def status(self, ready: bool = True) -> dict[str, Any]:
+    def status(self, ready: bool = True, why_not: str = "emulated kubelet stopped") -> dict[str, Any]:
         at = now_rfc3339()
 
         def cond(kind: str, ok: bool, reason: str, message: str) -> dict[str, Any]:
@@ -109,7 +109,7 @@ class EmulatedNode:
                     "Ready",
                     ready,
                     "KubeletReady" if ready else "KubeletNotReady",
-                    "emulated kubelet is posting ready status" if ready else "emulated kubelet stopped",
+                    "emulated kubelet is posting ready status" if ready else why_not,
                 ),
                 cond("MemoryPressure", False, "KubeletHasSufficientMemory", "kubelet has sufficient memory"),
                 cond("DiskPressure", False, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),

@@ -260,11 +260,15 @@ class Emulator:
             state.last_status = 0.0
 
     def shut_down_node(self, name: str, grace_s: float) -> list[str]:
-        """A graceful node shutdown (systemd's inhibitor, the kubelet's shutdownGracePeriod): its pods are ended
-        within ``grace_s`` and marked as disrupted, then the node stops heartbeating and turns NotReady."""
+        """A graceful node shutdown (systemd's inhibitor, the kubelet's shutdownGracePeriod): the kubelet posts
+        Ready=False ("node is shutting down", as its node status setter does while the shutdown manager reports
+        one), its pods are ended within ``grace_s`` and marked as disrupted, and the node stops heartbeating."""
         state = self.node_or_error(name)
         if grace_s < 0:
             raise ValueError("graceS must not be negative")
+        self._quietly(
+            lambda: self.kube.patch_node_status(name, state.node.status(False, "node is shutting down"))
+        )
         ended = self.kubelet.shut_down(name, grace_s)
         state.heartbeats = False
         return ended

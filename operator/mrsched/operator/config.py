@@ -49,6 +49,11 @@ class OperatorConfig(BaseModel):
     #: CreateContainerConfigError) fails its job only after this long; the kubelet retries meanwhile (its image
     #: pull back-off reaches its 300 s cap after five tries).
     pod_start_grace_s: float = Field(300.0, ge=0)
+    #: A node whose kubelet refused one of our task pods (shutting down, out of a resource by its own count, its
+    #: labels no longer matching) is offered no task for this long: placing there again at every heartbeat
+    #: would burn an attempt number per round while the node keeps refusing (a node shutting down stays Ready
+    #: to the API until the node lifecycle controller's grace ends).
+    node_refusal_cooldown_s: float = Field(30.0, ge=0)
     #: Prometheus for node metrics (empty: no live metrics; policies see them as missing).
     prometheus_url: str = ""
     #: PromQL per node metric (keys: load1, cpu_utilisation, memory_available_mb, disk_bytes_per_s,

@@ -13,9 +13,10 @@ count: the node may take tasks again, so the job is not unplaceable because of t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from mrsched.operator.jobspec import JobSpec
+from mrsched.operator.pods import REJECTIONS, PodAttempt
 from mrsched.operator.snapshot import NodeInfo, tolerates
 
 #: Taints of a passing condition, set and removed by the node lifecycle controller, kubectl cordon, or mrsched's
@@ -64,3 +65,22 @@ def _could_admit(info: NodeInfo, spec: JobSpec) -> bool:
     return tolerates(lasting, spec.tolerations) and all(
         info.labels.get(k) == v for k, v in spec.node_selector.items()
     )
+
+
+#: Rejections that are the kubelet's own verdict on one of our pods; ``Evicted``, ``NodeLost`` and
+#: ``Preempting`` are about pods already running there, not about taking more.
+_REFUSALS = tuple(r for r in REJECTIONS if r not in ("Evicted", "NodeLost", "Preempting"))
+
+
+def refusing_nodes(attempts: Iterable[PodAttempt], now: float, cooldown_s: float) -> set[str]:
+    """Nodes whose kubelet refused one of our task pods (``NodeShutdown``, ``OutOfcpu``, ...) less than
+    ``cooldown_s`` ago: the scheduler's view said the pod fits, the node says it does not take it, and it will
+    likely say so again at the next heartbeat."""
+    return {
+        a.node
+        for a in attempts
+        if a.node is not None
+        and a.phase == "Failed"
+        and a.reason in _REFUSALS
+        and now - (a.finished or a.created) < cooldown_s
+    }

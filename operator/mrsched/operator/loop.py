@@ -28,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 
 from mrsched.core.model import Explanation, Job, Node, Placement
 from mrsched.core.policy import Policy, registered
+from mrsched.operator import fit
 from mrsched.operator import snapshot as snap
 from mrsched.operator.canary import CanaryGate, busy_nodes, canary_explanation, canary_spec
 from mrsched.operator.config import OperatorConfig
@@ -199,7 +200,10 @@ class SchedulingLoop:
         self.reconciler.forget(present)
         self.learning.learn(states, now)
         probing = self._probe(workers)
-        usable = {name: info for name, info in usable.items() if name not in probing}
+        refusing = fit.refusing_nodes(
+            (a for found in attempts.values() for a in found), now, self.config.node_refusal_cooldown_s
+        )
+        usable = {name: info for name, info in usable.items() if name not in probing | refusing}
         versions = {n["metadata"]["name"]: n["metadata"].get("resourceVersion", "") for n in bodies_of_nodes}
         self.metrics.profile_writes.inc(self.health.publish(workers, versions, now, persist=self._persist))
         canaries: set[str] = set()
