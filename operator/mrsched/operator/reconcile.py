@@ -2,7 +2,8 @@
 
 For each job the loop lists, :class:`JobReconciler` retires the attempts that cannot finish (node gone, or
 NotReady past ``node_lost_grace_s``; pending past ``pending_timeout_s``) so that they are placed again without
-counting as failures, decides the job's phase (``status.decide``), writes its status and an Event for each
+counting as failures, ends the attempts no task needs (a late-created older attempt, one of a task or job
+already done), decides the job's phase (``status.decide``), writes its status and an Event for each
 transition and each failed attempt, deletes the pods of a failed job and deletes a job past its TTL. A job
 whose spec cannot run is refused here, and an error in one job's part is reported here, so that the round goes
 on for the other jobs. What it remembers between rounds (announced kube-scheduler verdicts, when a NotReady
