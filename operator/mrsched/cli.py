@@ -7,7 +7,8 @@ mrsched cluster fault NODE KIND [--intensity X] [--duration S] [--name N]
 mrsched cluster clear-faults NODE [--name N]
 mrsched run [--policy P] [--kubeconfig F] ...   (the operator)
 mrsched demo [--policy P]           (a small job end to end on a throw-away local cluster)
-mrsched simulate SCENARIO [--policies P,Q] [--seed S,T] [--mode M] [--out DIR] [--load-state F] [--save-state F]
+mrsched simulate SCENARIO [--policies P,Q] [--seed S,T] [--mode M] [--concurrency C] [--out DIR]
+                 [--load-state F] [--save-state F]
 mrsched emulator run ...            (the node-emulator process; the cluster commands start it)
 """
 
@@ -156,6 +157,8 @@ def _simulate(args: argparse.Namespace) -> int:
     from mrsched.simulator.scenario import load_scenario
 
     scenario = load_scenario(args.scenario)
+    if args.concurrency:
+        scenario = scenario.with_concurrency(args.concurrency)
     policies = args.policies.split(",") if args.policies else None
     seeds = [int(s) for s in args.seed.split(",")] if args.seed else None
     loaded = json.loads(args.load_state.read_text()) if args.load_state else None
@@ -349,6 +352,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("hadoop", "kubernetes"),
         help="placement mode, the same for every policy: hadoop (each node's heartbeat offers that node) or "
         "kubernetes (cluster-wide rounds woken by events); default: the scenario's first mode",
+    )
+    simulate.add_argument(
+        "--concurrency",
+        choices=("slots", "requests"),
+        help="tasks per node: slots (the scenario's fixed Hadoop slots, as the papers ran) or requests "
+        "(Kubernetes: pods while their requests fit the node); default: the scenario's (cluster.concurrency)",
     )
     simulate.add_argument("--out", type=Path, help="output directory (default: results/<scenario>)")
     simulate.add_argument(

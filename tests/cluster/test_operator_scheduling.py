@@ -113,8 +113,8 @@ def test_pods_go_only_to_worker_nodes_within_allocatable(
     small_a, small_b, medium = emulate({"small": 2, "medium": 1}).nodes
     # Not a worker any more: nothing of ours may land there.
     kube.kubectl("label", "node", medium, "mrsched.dev/worker-")
-    # Somebody else's pod holds 1.5 of small_a's 2 cores: at most one of our 0.5-CPU pods fits beside it,
-    # although small_a has 2 map and 2 reduce slots.
+    # Somebody else's pod holds 1.5 of small_a's 2 cores: at most one of our 0.5-CPU pods fits beside it
+    # (no slot label: requests alone bound what a node takes, so without the tenant four would).
     kube.create_pod(namespace, task_pod("tenant", node=small_a, app=None, cpu="1500m", memory="1Gi"))
     kube.wait_pod(namespace, "tenant", phase_in("Running"))
 
@@ -136,6 +136,39 @@ def test_pods_go_only_to_worker_nodes_within_allocatable(
     placed = [p["spec"]["nodeName"] for n in ("packed", "pi") for p in task_pods(kube, namespace, n)]
     assert medium not in placed and set(placed) <= {small_a, small_b}
     assert placed.count(small_a) >= 1
+
+
+def test_a_large_node_runs_as_many_maps_as_requests_fit(
+    kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess
+) -> None:
+    """No slot label, no configured cap (the operator's default): an 8-core node takes as many 0.5-CPU maps as
+    its allocatable holds (16), not Hadoop's 2 map slots."""
+    (large,) = emulate({"large": 1}).nodes
+    cpu, mem = allocatable(kube, large)
+    running: set[str] = set()
+    peak = 0
+    with AllocationWatch(kube) as watch:
+        # Twelve maps of ~5 s each (100 MB at 0.234 CPU-s/MB on a 5x core), all placed in the first rounds.
+        apply(kube, namespace, wordcount("wide", maps=12, mb_per_map=100, policy="fair"))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            now_running = {
+                p["metadata"]["name"]
+                for p in task_pods(kube, namespace, "wide")
+                if p["metadata"]["labels"].get("mrsched.dev/task-type") == "map"
+                and (p.get("status") or {}).get("phase") == "Running"
+            }
+            running |= now_running
+            peak = max(peak, len(now_running))
+            if get_job(kube, namespace, "wide").get("status", {}).get("phase") in ("Succeeded", "Failed"):
+                break
+            time.sleep(0.2)
+        job = wait_phase(kube, namespace, "wide", ("Succeeded", "Failed"), 60)
+    assert job["status"]["phase"] == "Succeeded", job["status"]
+    print(f"at most {peak} maps ran at once on {large} ({cpu:g} CPU allocatable)")
+    assert peak > 2, f"at most {peak} maps ran at once: a slot count, not the node's requests, bound them"
+    assert watch.peak[large][0] <= cpu + 1e-9 and watch.peak[large][1] <= mem + 1e-9
+    assert watch.rejected == []
 
 
 def test_a_deleted_nodes_tasks_run_again_elsewhere(

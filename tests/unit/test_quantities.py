@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from mrsched.core.model import UNCAPPED
 from mrsched.operator import snapshot as snap
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobspec import InvalidSpec, JobSpec, parse_cpu, parse_memory_mb
@@ -105,5 +106,5 @@ def test_a_node_with_an_unreadable_slots_label_or_allocatable_gets_the_defaults(
         "status": {"allocatable": {"cpu": "4", "memory": "bogus"}, "conditions": []},
     }
     node = snap.read_node(body, config).node
-    assert (node.map_slots, node.reduce_slots) == (config.map_slots, 3)
+    assert (node.map_slots, node.reduce_slots) == (UNCAPPED, 3)  # no configured cap: requests bind
     assert node.cores == 4 and node.memory_mb == 1024.0

@@ -7,6 +7,7 @@ an :class:`Explanation` (policy, score, reason, runner-up) that the operator wri
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
@@ -15,6 +16,9 @@ from mrsched.core.probes import Capability
 
 TaskType = Literal["map", "reduce"]
 _T = TypeVar("_T")
+
+#: The slot cap of a node whose concurrency is by requests and no one capped it: its requests bind first.
+UNCAPPED = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +34,11 @@ class Node:
     node_class: str = ""
     map_slots: int = 2  # Hadoop's mapred.tasktracker.map.tasks.maximum
     reduce_slots: int = 2  # ... and reduce.tasks.maximum
+    #: Kubernetes' concurrency rule: the node takes tasks while their pods' requests fit its allocatable (``cores``,
+    #: ``memory_mb``) beside what other pods request there (:attr:`ClusterSnapshot.reserved`); maps and reduces
+    #: share it. The slot counts are then only a cap, :data:`UNCAPPED` unless a label or a policy sets one (the
+    #: self-adaptive slots of seed 001 do). False: Hadoop 1's fixed slots, as the papers ran.
+    by_requests: bool = False
     #: κ, Ω, σ measured by probe tasks (seed 002 P3-A), when a probing policy asked for them; else None.
     probe: Capability | None = None
     #: The soft-fault monitor's slowdown of the node over its probed nominal, (CPU, disk), while it judges the
@@ -114,6 +123,10 @@ class Job:
     def tasks(self, kind: TaskType) -> list[Task]:
         return self.maps if kind == "map" else self.reduces
 
+    def request(self, kind: TaskType) -> Resources:
+        """The requests of one task pod of ``kind``."""
+        return self.map_request if kind == "map" else self.reduce_request
+
     def running(self, kind: TaskType) -> int:
         return self.running_maps if kind == "map" else self.running_reduces
 
@@ -179,20 +192,28 @@ class ClusterSnapshot:
     #: Seconds between a node's heartbeats (Hadoop mode) or between the operator's scheduling rounds: Hadoop 1
     #: derives its delay-scheduling waits from it (FairScheduler: 1.5 heartbeat intervals).
     heartbeat_s: float = 3.0
+    #: CPU and memory that pods this snapshot does not list (other tenants', other policies' jobs, job commits)
+    #: request on each node: a by-requests node has that much less to give.
+    reserved: dict[str, Resources] = field(default_factory=dict)
     _jobs_by_id: dict[str, Job] | None = field(default=None, repr=False)
     _slot_totals: tuple[int, int, int] | None = field(default=None, repr=False)  # (nodes, map, reduce)
+    _any_by_requests: bool = field(default=False, repr=False)
     _memo: dict[Hashable, object] = field(default_factory=dict, repr=False)
     _memo_version: int = field(default=-1, repr=False)
 
     def slot_total(self, kind: TaskType) -> int:
         """The cluster's slots of ``kind``, summed over every node: Hadoop 1's ClusterStatus.getMaxMapTasks /
         getMaxReduceTasks, which both Hadoop schedulers read on every heartbeat. Kept until a node is replaced
-        (:meth:`replace_node`): a heartbeat would otherwise cost a pass over every node."""
+        (:meth:`replace_node`): a heartbeat would otherwise cost a pass over every node. With by-requests nodes
+        it is each node's :meth:`capacity`, the tasks of ``kind`` its allocatable holds, kept per version."""
         totals = self._slot_totals
         if totals is None or totals[0] != len(self.nodes):
             nodes = self.nodes.values()
             totals = (len(self.nodes), sum(n.map_slots for n in nodes), sum(n.reduce_slots for n in nodes))
             self._slot_totals = totals
+            self._any_by_requests = any(n.by_requests for n in nodes)
+        if self._any_by_requests:
+            return self.memo(("slot-total", kind), lambda: sum(self.capacity(n, kind) for n in self.nodes))
         return totals[1] if kind == "map" else totals[2]
 
     def replace_node(self, name: str, node: Node) -> None:
@@ -200,7 +221,7 @@ class ClusterSnapshot:
         are unchanged, so :attr:`version` is too."""
         old, totals = self.nodes.get(name), self._slot_totals
         self.nodes[name] = node
-        if old is None or totals is None:
+        if old is None or totals is None or old.by_requests != node.by_requests:
             self._slot_totals = None
         else:  # kept exact by the difference: self-adaptive slots replaces a node on each of its heartbeats
             self._slot_totals = (
@@ -227,7 +248,65 @@ class ClusterSnapshot:
         return len(attempts) if kind is None else sum(1 for a in attempts if a.task.kind == kind)
 
     def free_slots(self, node: str, kind: TaskType) -> int:
-        return self.nodes[node].slots(kind) - self.running_on(node, kind)
+        """How many more tasks of ``kind`` the node takes: its free slots; on a by-requests node also no more
+        than the smallest request of ``kind`` among active jobs fits in what is left (:meth:`fits` decides for
+        one job's request)."""
+        n = self.nodes[node]
+        free = n.slots(kind) - self.running_on(node, kind)
+        if not n.by_requests or free <= 0:
+            return free
+        cpu, memory = self.unrequested(node)
+        request = self.smallest_request(kind)
+        return min(free, _how_many(cpu, memory, request))
+
+    def capacity(self, node: str, kind: TaskType) -> int:
+        """The tasks of ``kind`` the node runs when nothing else of ours runs there: its slots, or on a
+        by-requests node as many of the smallest request as its allocatable (less :attr:`reserved`) holds."""
+        n = self.nodes[node]
+        if not n.by_requests:
+            return n.slots(kind)
+        other = self.reserved.get(node)
+        cpu = n.cores - (other.cpu if other else 0.0)
+        memory = n.memory_mb - (other.memory_mb if other else 0.0)
+        return min(n.slots(kind), _how_many(cpu, memory, self.smallest_request(kind)))
+
+    def fits(self, node: str, job: Job, kind: TaskType) -> bool:
+        """One more task of ``job`` and ``kind`` may start on the node: a free slot, and on a by-requests node
+        its pod's request within what is left of the node's allocatable (kube-scheduler's NodeResourcesFit)."""
+        n = self.nodes[node]
+        if n.slots(kind) - self.running_on(node, kind) <= 0:
+            return False
+        if not n.by_requests:
+            return True
+        cpu, memory = self.unrequested(node)
+        return _how_many(cpu, memory, job.request(kind)) >= 1
+
+    def unrequested(self, node: str) -> tuple[float, float]:
+        """The node's allocatable CPU and memory that no pod requests: less :attr:`reserved` and the requests
+        of the attempts running there. Kept per :attr:`version`."""
+        return self.memo(("unrequested", node), lambda: self._unrequested(node))
+
+    def _unrequested(self, node: str) -> tuple[float, float]:
+        n, other = self.nodes[node], self.reserved.get(node)
+        cpu = n.cores - (other.cpu if other else 0.0)
+        memory = n.memory_mb - (other.memory_mb if other else 0.0)
+        for attempt in self.running.get(node, ()):
+            request = self.job(attempt.task.job_id).request(attempt.task.kind)
+            cpu -= request.cpu
+            memory -= request.memory_mb
+        return cpu, memory
+
+    def smallest_request(self, kind: TaskType) -> Resources:
+        """The smallest pod request of ``kind`` among the active jobs (by CPU, then memory), the unit a
+        by-requests node's free slots are counted in; the default request when no job is active."""
+        return self.memo(
+            ("smallest-request", kind),
+            lambda: min(
+                (job.request(kind) for job in self.jobs),
+                key=lambda r: (r.cpu, r.memory_mb),
+                default=Resources(),
+            ),
+        )
 
     def commit(self, placement: Placement) -> None:
         """Record a placement as made, so that the rest of the round sees the task running on its node. A job
@@ -256,6 +335,13 @@ class ClusterSnapshot:
         if self._jobs_by_id is None or job_id not in self._jobs_by_id:
             self._jobs_by_id = {j.id: j for j in self.jobs}
         return self._jobs_by_id[job_id]
+
+
+def _how_many(cpu: float, memory_mb: float, request: Resources) -> int:
+    """How many pods of ``request`` fit in ``cpu`` cores and ``memory_mb`` (a little slack for float sums)."""
+    by_cpu = math.floor((cpu + 1e-9) / request.cpu) if request.cpu > 0 else UNCAPPED
+    by_memory = math.floor((memory_mb + 1e-6) / request.memory_mb) if request.memory_mb > 0 else UNCAPPED
+    return max(0, min(by_cpu, by_memory, UNCAPPED))
 
 
 @dataclass(frozen=True, slots=True)

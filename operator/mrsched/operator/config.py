@@ -65,9 +65,11 @@ class OperatorConfig(BaseModel):
     metrics_rate_window: str = "1m"
     #: A node whose latest sample is older than this is marked stale (its values unknown, not zero).
     metrics_max_age_s: float = Field(30.0, gt=0)
-    #: Map and reduce slots per node when the node has no ``mrsched.dev/map-slots`` label (Hadoop's default 2).
-    map_slots: int = Field(2, ge=0)
-    reduce_slots: int = Field(2, ge=0)
+    #: A cap on map and reduce tasks per node when the node has no ``mrsched.dev/map-slots`` label. None (the
+    #: default): no cap, a node runs as many tasks as their pods' requests fit its allocatable, as the kubelet
+    #: admits them; a number gives Hadoop 1's fixed slots (2 and 2 reproduce its default) within that.
+    map_slots: int | None = Field(None, ge=0)
+    reduce_slots: int | None = Field(None, ge=0)
     #: Parallel pod creations (API round trips overlap; the API server orders them anyway).
     create_workers: int = Field(8, ge=1, le=64)
     metrics_port: int = 9090
@@ -137,6 +139,8 @@ class OperatorConfig(BaseModel):
                 import json
 
                 values[name] = json.loads(raw)
+            elif raw == "" and name in ("map_slots", "reduce_slots"):
+                values[name] = None  # the chart's empty value: no cap
             else:
                 values[name] = raw
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -313,6 +313,7 @@ class SchedulingLoop:
             snapshot = snap.build(
                 nodes, jobs, now, self._version, live_metrics, heartbeat_s=self.config.heartbeat_s
             )
+            snap.reserve_others(snapshot, used)  # other tenants' pods, other policies' and commits
             t0 = time.perf_counter()
             policy = self.policy(name)
             placements = policy.schedule_round(snapshot, sorted(nodes))

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mrsched.core.model import Attempt, ClusterSnapshot, Job, Node, NodeMetrics, Resources, Task
+from mrsched.core.model import UNCAPPED, Attempt, ClusterSnapshot, Job, Node, NodeMetrics, Resources, Task
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobspec import parse_cpu, parse_memory_mb
 from mrsched.operator.jobstate import JobState
@@ -52,6 +52,10 @@ def _slots(labels: dict[str, str], label: str, default: int, node: str) -> int:
     return default
 
 
+def _cap(configured: int | None) -> int:
+    return UNCAPPED if configured is None else configured
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     node: Node
@@ -92,8 +96,9 @@ def read_node(body: dict[str, Any], config: OperatorConfig) -> NodeInfo:
         zone=labels.get(ZONE_LABEL, "zone-a"),
         labels=tuple(sorted(labels.items())),
         node_class=labels.get(CLASS_LABEL, ""),
-        map_slots=_slots(labels, MAP_SLOTS_LABEL, config.map_slots, name),
-        reduce_slots=_slots(labels, REDUCE_SLOTS_LABEL, config.reduce_slots, name),
+        map_slots=_slots(labels, MAP_SLOTS_LABEL, _cap(config.map_slots), name),
+        reduce_slots=_slots(labels, REDUCE_SLOTS_LABEL, _cap(config.reduce_slots), name),
+        by_requests=True,  # the kubelet admits a pod only if its requests fit: that bounds every policy here
     )
     return NodeInfo(
         node,
@@ -252,6 +257,21 @@ def build(
         version=version,
         heartbeat_s=heartbeat_s,
     )
+
+
+def reserve_others(snapshot: ClusterSnapshot, used: dict[str, Resources]) -> None:
+    """Set the snapshot's :attr:`~ClusterSnapshot.reserved`: what ``used`` (every bound pod's requests, this
+    round's placements so far included) holds on each node beyond the snapshot's own running attempts."""
+    for name in snapshot.nodes:
+        have = used.get(name)
+        if have is None:
+            continue
+        cpu, memory = have.cpu, have.memory_mb
+        for attempt in snapshot.running.get(name, ()):
+            request = snapshot.job(attempt.task.job_id).request(attempt.task.kind)
+            cpu -= request.cpu
+            memory -= request.memory_mb
+        snapshot.reserved[name] = Resources(cpu=max(0.0, cpu), memory_mb=max(0.0, memory))
 
 
 def requested(pods: list[dict[str, Any]]) -> dict[str, Resources]:

@@ -132,19 +132,29 @@ def single_app_optimum(lam: float, k: float) -> float:
     return math.sqrt(lam / k) if k > 0 else math.inf
 
 
-def feasible_vectors(bounds: list[int], mem: Vector, memory_mb: float) -> Vector:
+def feasible_vectors(
+    bounds: list[int], mem: Vector, memory_mb: float, cpu: Vector | None = None, cores: float = math.inf
+) -> Vector:
     """Every integer vector 0 ≤ x_j ≤ bounds[j] with Σ_j mem_j x_j < memory_mb (the memory cap of §4.3.1),
-    as rows in lexicographic order; built one application at a time, dropping infeasible prefixes early."""
+    as rows in lexicographic order; built one application at a time, dropping infeasible prefixes early.
+
+    [Kubernetes, ours] With ``cpu`` (each application's CPU request per container) also Σ_j cpu_j x_j ≤
+    ``cores``: the kubelet admits a node's pods only while their requests fit its allocatable, so a mix past it
+    cannot run (and the search stays small on a large node: a mix of 8 one-core containers over 4 applications
+    is 495 vectors, where the memory cap alone allows 65^4)."""
     grid = np.zeros((1, 0), dtype=np.float64)
     used = np.zeros(1, dtype=np.float64)
+    used_cpu = np.zeros(1, dtype=np.float64)
     for j, bound in enumerate(bounds):
         values = np.arange(bound + 1, dtype=np.float64)
         rows = np.repeat(np.arange(len(grid)), len(values))
         column = np.tile(values, len(grid))
         total = used[rows] + column * mem[j]
-        keep = total < memory_mb
+        total_cpu = used_cpu[rows] + (column * cpu[j] if cpu is not None else 0.0)
+        keep = (total < memory_mb) & (total_cpu <= cores + 1e-9)
         grid = np.column_stack([grid[rows[keep]], column[keep]])
         used = total[keep]
+        used_cpu = total_cpu[keep]
     return grid
 
 
@@ -159,12 +169,16 @@ def optimal_assignment(
     *,
     bound_factor: float = 2.0,
     max_per_app: int = 64,
+    cpu: Vector | None = None,
+    cores: float = math.inf,
 ) -> tuple[int, ...]:
     """COMPUTE_OPTIMAL_ASSIGNMENT (Eq 4.16): the integer vector x ≥ 0 with Σ_j mem_j x_j < memory_mb that
     maximises Σ_j λ_j x_j / t_j(x) under Eq 4.12, by exhaustive search.
 
     Each x_j is bounded by the memory cap, ``max_per_app`` and ``bound_factor``·sqrt(λ_j/K_j) + 2 (see the
     module docstring). Ties go to the first vector in lexicographic order (fewest containers of app 0...).
+    On a by-requests node the mix also keeps to its cores by CPU request (``cpu``, ``cores``:
+    :func:`feasible_vectors`).
     """
     n = len(lam)
     if n == 0:
@@ -177,7 +191,7 @@ def optimal_assignment(
         opt = single_app_optimum(float(lam[j]), float(k[j]))
         model_bound = math.ceil(bound_factor * opt) + 2 if math.isfinite(opt) else max_per_app
         bounds.append(max(0, min(cap, max_per_app, model_bound)))
-    grid = feasible_vectors(bounds, mem, memory_mb)
+    grid = feasible_vectors(bounds, mem, memory_mb, cpu, cores)
     lc = grid @ rc
     ld = grid @ rd
     t = lam[None, :] + c[None, :] * alpha_c * lc[:, None] ** 2 + d[None, :] * alpha_d * ld[:, None] ** 2
@@ -347,6 +361,9 @@ class Dara(SlotPolicy):
         self._clocks: dict[str, _NodeClock] = {}
         self._starts: dict[str, tuple[float, dict[str, float]]] = {}  # task key -> (start, integrals)
         self._request_memory: dict[str, float] = {}  # job -> its map container request
+        self._request_cpu: dict[
+            str, float
+        ] = {}  # ... and its CPU request (a by-requests node's mix by these)
         self._apps: dict[str, str] = {}  # job -> its application (for the catalog's RAM, see _peak_memory)
         self._node_classes: dict[str, str] = {}
         self._stale = False
@@ -374,6 +391,7 @@ class Dara(SlotPolicy):
     def on_job_submitted(self, job: Job, now: float) -> None:
         self.fair.on_job_submitted(job, now)
         self._request_memory[job.id] = job.map_request.memory_mb
+        self._request_cpu[job.id] = job.map_request.cpu
         self._apps[job.id] = job.app
 
     def on_job_finished(self, job: Job, now: float) -> None:
@@ -488,13 +506,15 @@ class Dara(SlotPolicy):
         c = np.array([self.profiles[a].cpu_s for a in known], dtype=np.float64)
         d = np.array([self.profiles[a].io_mb for a in known], dtype=np.float64)
         mem = np.array([self.profiles[a].memory_mb for a in known], dtype=np.float64)
-        cache: dict[tuple[str, float], dict[str, int]] = {}
+        cpu = self.request_cpus(known)
+        cache: dict[tuple[str, float, float], dict[str, int]] = {}
         self.optimal = {}
         for name, node in snapshot_nodes.items():
             cls = node.node_class
             if cls not in self.fitted_classes:
                 continue
-            key = (cls, node.memory_mb)
+            cores = node.cores if node.by_requests else math.inf
+            key = (cls, node.memory_mb, cores)
             if key not in cache:
                 alpha_c, alpha_d = self.fit.alpha.get(cls) or self.offline[cls]
                 x = optimal_assignment(
@@ -507,9 +527,20 @@ class Dara(SlotPolicy):
                     node.memory_mb,
                     bound_factor=self.cfg.bound_factor,
                     max_per_app=self.cfg.max_per_app,
+                    cpu=cpu,
+                    cores=cores,
                 )
                 cache[key] = dict(zip(known, x, strict=True))
             self.optimal[name] = {a: cache[key].get(a, 0) for a in apps}
+
+    def request_cpus(self, apps: list[str]) -> Vector:
+        """Each application's CPU request per map container (the smallest among its jobs; 1 core if none is
+        known): a by-requests node's mix keeps to its cores by these."""
+        smallest: dict[str, float] = {}
+        for job_id, app in self._apps.items():
+            cpu = self._request_cpu.get(job_id, 1.0)
+            smallest[app] = min(cpu, smallest.get(app, cpu))
+        return np.array([smallest.get(a, 1.0) for a in apps], dtype=np.float64)
 
     def add_application(self, app: str, nodes: dict[str, Node]) -> None:
         """ADD_APPLICATION (Alg 4.3.1): add the measured application and recompute x* on every node."""

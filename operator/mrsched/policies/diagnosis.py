@@ -260,8 +260,9 @@ class Diagnosis(Dara):
         d = np.array([self.profiles[a].io_mb for a in known], dtype=np.float64)
         mem = np.array([self.profiles[a].memory_mb for a in known], dtype=np.float64)
         alpha_c, alpha_d = self.fit.alpha.get(node.node_class) or self.offline[node.node_class]
+        cpu, cores = self.request_cpus(known), (node.cores if node.by_requests else math.inf)
         b = self.belief(name)
-        key = (tuple(known), tuple(np.round(lam, 6)), alpha_c, alpha_d, node.memory_mb)
+        key = (tuple(known), tuple(np.round(lam, 6)), alpha_c, alpha_d, node.memory_mb, cores, tuple(cpu))
         cached = self._computed.get(name)
         moved = (
             b.computed_at is None or float(np.max(np.abs(b.mean - b.computed_at))) > self.dcfg.recompute_shift
@@ -279,13 +280,17 @@ class Diagnosis(Dara):
                 node.memory_mb,
                 bound_factor=self.dcfg.bound_factor,
                 max_per_app=self.dcfg.max_per_app,
+                cpu=cpu,
+                cores=cores,
             )
             if self.dcfg.freeze or b.observations == 0:
                 x = prior
             else:
                 noise = np.maximum(self.dcfg.sigma_scale * lam, 1e-3) ** 2
                 ceiling = prior if self.dcfg.cap_at_prior else None
-                x = self._argmax(lam, c, d, mem, alpha_c, alpha_d, node.memory_mb, b, noise, ceiling)
+                x = self._argmax(
+                    lam, c, d, mem, alpha_c, alpha_d, node.memory_mb, b, noise, ceiling, cpu=cpu, cores=cores
+                )
             b.computed_at = b.mean.copy()
             self._computed[name] = (key, x)
         self.optimal[name] = {a: 0 for a in apps} | dict(zip(known, x, strict=True))
@@ -309,6 +314,9 @@ class Diagnosis(Dara):
         b: NodeBelief,
         noise: Vector,
         ceiling: tuple[int, ...] | None = None,
+        *,
+        cpu: Vector | None = None,
+        cores: float = math.inf,
     ) -> tuple[int, ...]:
         n = len(lam)
         if n == 0:
@@ -326,7 +334,7 @@ class Diagnosis(Dara):
             bounds.append(max(0, min(cap, self.dcfg.max_per_app, model_bound)))
         if ceiling is not None:
             bounds = [min(bound, top) for bound, top in zip(bounds, ceiling, strict=True)]
-        grid = feasible_vectors(bounds, mem, memory_mb)
+        grid = feasible_vectors(bounds, mem, memory_mb, cpu, cores)
         draws = self._rng.multivariate_normal(b.mean, b.cov, size=self.dcfg.samples, check_valid="ignore")
         draws = np.maximum(draws, _S_FLOOR)
         value = expected_throughputs(grid, lam, c, d, alpha_c, alpha_d, draws)

@@ -281,10 +281,9 @@ class Fair(SlotPolicy):
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         """Hadoop 1's FairScheduler.assignTasks (FairScheduler.java:400-557) for one heartbeat of ``node``."""
         self._begin_heartbeat(snapshot.now, node)
-        tracker = snapshot.nodes[node]
         # The tracker's running tasks as its heartbeat reports them (tts.countMapTasks/countReduceTasks).
         counts = {kind: snapshot.running_on(node, kind) for kind in _KINDS}
-        if all(counts[kind] >= tracker.slots(kind) for kind in _KINDS):
+        if all(counts[kind] >= snapshot.capacity(node, kind) for kind in _KINDS):
             return []  # full: the load manager's cap is at most the tracker's slots, so both kinds are rejected
         running, demand = snapshot.memo("fair.running+demand", lambda: self._running_and_demand(snapshot))
         if running == demand:
@@ -302,7 +301,8 @@ class Fair(SlotPolicy):
                     assigned[kind] == capacity[kind]
                     or running[kind] == demand[kind]
                     or counts[kind] + assigned[kind]
-                    >= load_capacity(tracker.slots(kind), demand[kind], total[kind])
+                    >= load_capacity(snapshot.capacity(node, kind), demand[kind], total[kind])
+                    or snapshot.free_slots(node, kind) <= 0  # by requests: maps and reduces share the node
                 ):
                     rejected[kind] = True
             if (rejected["map"] and rejected["reduce"]) or (not self.cfg.assign_multiple and placements):

@@ -64,7 +64,7 @@ class Fifo(SlotPolicy):
         return placements
 
     def _maps(self, snapshot: ClusterSnapshot, node: str, ordered: list[Job]) -> list[Placement]:
-        slots = snapshot.nodes[node].map_slots
+        slots = snapshot.capacity(node, "map")
         running = snapshot.running_on(node, "map")
         # Full: the load factor can only lower the cap (most heartbeats of a busy cluster).
         if running >= slots:
@@ -74,7 +74,8 @@ class Fifo(SlotPolicy):
         )
         cluster = snapshot.slot_total("map")
         current = min(load_capacity(slots, remaining, cluster), slots)
-        available = current - running
+        # By requests, reduces share the node's allocatable with maps: what is left bounds it too.
+        available = min(current - running, snapshot.free_slots(node, "map"))
         if available <= 0:
             return []
         exceeded = self._exceeded_padding(snapshot, ordered, "map", slots)
@@ -103,7 +104,7 @@ class Fifo(SlotPolicy):
         return placements
 
     def _reduce(self, snapshot: ClusterSnapshot, node: str, ordered: list[Job]) -> list[Placement]:
-        slots = snapshot.nodes[node].reduce_slots
+        slots = snapshot.capacity(node, "reduce")
         running = snapshot.running_on(node, "reduce")
         if running >= slots:
             return []
@@ -113,7 +114,7 @@ class Fifo(SlotPolicy):
         )
         cluster = snapshot.slot_total("reduce")
         current = min(load_capacity(slots, remaining, cluster), slots)
-        if min(current - running, 1) <= 0:
+        if min(current - running, 1, snapshot.free_slots(node, "reduce")) <= 0:
             return []
         exceeded = self._exceeded_padding(snapshot, ordered, "reduce", slots)
         for job in ordered:

@@ -14,7 +14,7 @@ shows is the value of knowing the physics, not of more freedom.
 
 from __future__ import annotations
 
-from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement, TaskType
 from mrsched.core.physics import predicted_duration
 from mrsched.core.policy import Policy, PolicyConfigError, register
 from mrsched.policies.pending import PendingTasks
@@ -36,21 +36,18 @@ class GreedyInformed(Policy):
         caps = self.truth.capabilities
         offered = [name for name in nodes if name in snapshot.nodes]
         load = {name: snapshot.running_on(name) for name in offered}
-        free = {
-            (name, kind): snapshot.free_slots(name, kind) for name in offered for kind in ("map", "reduce")
-        }
         memory = {
             name: sum(self.truth.demand_of(a.task, name).memory_mb for a in snapshot.running.get(name, ()))
             for name in offered
         }
         placements: list[Placement] = []
         for job in sorted(snapshot.jobs, key=lambda j: j.submit_s):
-            kinds = ("map", "reduce") if job.reduces_allowed() else ("map",)
+            kinds: tuple[TaskType, ...] = ("map", "reduce") if job.reduces_allowed() else ("map",)
             for kind in kinds:
-                for task in self._pending.of(job, kind):  # type: ignore[arg-type]
+                for task in self._pending.of(job, kind):
                     best, best_t, second = None, float("inf"), None
                     for name in offered:
-                        if free[(name, kind)] <= 0:
+                        if not snapshot.fits(name, job, kind):  # a slot, or by requests room for its pod
                             continue
                         cap = caps[name]
                         demand = self.truth.demand_of(task, name)
@@ -76,10 +73,9 @@ class GreedyInformed(Policy):
                     )
                     snapshot.commit(placement)
                     load[best] += 1
-                    free[(best, kind)] -= 1
                     memory[best] += self.truth.demand_of(task, best).memory_mb
                     placements.append(placement)
-            if not any(v > 0 for v in free.values()):
+            if not any(snapshot.free_slots(name, kind) > 0 for name in offered for kind in ("map", "reduce")):
                 break
         return placements
 

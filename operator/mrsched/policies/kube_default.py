@@ -18,13 +18,11 @@ from mrsched.policies.pending import PendingTasks
 
 
 def requested(snapshot: ClusterSnapshot, node: str) -> tuple[float, float]:
-    cpu = mem = 0.0
-    for attempt in snapshot.running.get(node, ()):
-        job = snapshot.job(attempt.task.job_id)
-        req = job.map_request if attempt.task.kind == "map" else job.reduce_request
-        cpu += req.cpu
-        mem += req.memory_mb
-    return cpu, mem
+    """CPU and memory requested on the node: our running attempts' pods and every other pod's
+    (:attr:`ClusterSnapshot.reserved`), as NodeResourcesFit counts them."""
+    free_cpu, free_memory = snapshot.unrequested(node)
+    n = snapshot.nodes[node]
+    return n.cores - free_cpu, n.memory_mb - free_memory
 
 
 def score(cpu_cap: float, mem_cap: float, cpu_used: float, mem_used: float) -> float:

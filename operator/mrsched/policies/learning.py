@@ -8,7 +8,8 @@ Per heartbeat of node n (:meth:`Learning.assign`, digest §1.5):
    Sec. V-B), else 1; the labelled example updates the one global classifier (A4) and the decision log.
    Only assignments produce examples; a decision made at the same time stamp is not judged yet (the next
    heartbeat must come later).
-2. **Assign**, up to k times (k = 1 in the paper; no slot limit, the learner ignores ``map_slots``):
+2. **Assign**, up to k times (k = 1 in the paper; no slot limit, the learner ignores ``map_slots``; on a
+   by-requests node [Kubernetes, ours] only candidates whose pod request fits what the node has left):
    candidates are one (job, map) per job with a pending map and one (job, reduce) per job whose reduces are
    allowed and pending (A5); each is labelled by the classifier from its features F
    (:mod:`~mrsched.policies.learning_features`); among the *good* ones with U > 0 the one with the largest
@@ -292,6 +293,8 @@ class Learning(SlotPolicy):
             if self.pick_reduce(job) is not None:
                 kinds.append("reduce")
             for kind in kinds:
+                if snapshot.nodes[node].by_requests and not snapshot.fits(node, job, kind):
+                    continue  # its pod would not fit what the node has left: the kubelet would refuse it
                 f = features(
                     snapshot,
                     node,

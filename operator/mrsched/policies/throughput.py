@@ -378,9 +378,9 @@ class Throughput(SlotPolicy):
 
     def _candidates(self, snapshot: ClusterSnapshot) -> dict[str, Capability]:
         out = {}
-        for name, n in snapshot.nodes.items():
+        for name in snapshot.nodes:
             cap = self.capability(snapshot, name)
-            if cap is not None and n.map_slots > 0:
+            if cap is not None and snapshot.capacity(name, "map") > 0:
                 out[name] = cap
         return out
 

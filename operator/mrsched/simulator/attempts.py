@@ -74,6 +74,12 @@ class AttemptLifecycle:
     def _start(self, placement: Placement, now: float, *, speculative: bool = False) -> None:
         task, node = placement.task, placement.node
         job = self.snapshot.job(task.job_id)
+        if self.snapshot.nodes[node].by_requests and min(self.snapshot.unrequested(node)) < -1e-6:
+            # The kubelet would refuse the pod (OutOfcpu / OutOfmemory): a policy placed past what fits.
+            raise RuntimeError(
+                f"{placement.explanation.policy} placed {task.key} on {node} past its allocatable "
+                f"(unrequested CPU, memory: {self.snapshot.unrequested(node)})"
+            )
         task.attempts += 1
         self.started += 1
         record = self.records[job.id]

@@ -40,6 +40,7 @@ def build_nodes(cluster: ClusterSpec) -> tuple[dict[str, Node], dict[str, NodeCa
             node_class=n.node_class.name,
             map_slots=cluster.slots(n.node_class.name)[0],
             reduce_slots=cluster.slots(n.node_class.name)[1],
+            by_requests=cluster.concurrency == "requests",
         )
         for n in layout
     }

@@ -112,6 +112,13 @@ def _slot_bound(summary: dict[str, Any]) -> list[str]:
     slot = summary["lower_bound"].get("slot_bound_s")
     if slot is None:
         return []
+    if summary.get("concurrency") == "requests":
+        return [
+            f"Requests bound (for every policy: the engine refuses a pod that does not fit): {slot:.0f} s: the "
+            "map phase with as many maps per node as the smallest map request fits its cores and memory, each "
+            "holding its place at least as long as its job's shortest map there (fractional LP, no contention).",
+            "",
+        ]
     return [
         f"Slot bound (for the policies that keep to the nodes' map slots: {', '.join(SLOT_KEEPERS)}): {slot:.0f} s: "
         "the map phase with every node's map slots, each map holding its slot at least as long as its job's "

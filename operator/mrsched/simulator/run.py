@@ -14,7 +14,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from mrsched.core.catalog import expand_layout
-from mrsched.core.model import Job
+from mrsched.core.model import Job, Node, Resources
 from mrsched.core.physics import NodeCapability, isolated_duration, noise_factor
 from mrsched.core.policy import TruePhysics
 from mrsched.policies import make_policy
@@ -27,7 +27,8 @@ from mrsched.simulator.workload import build_jobs
 
 
 def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
-    """No schedule, under any policy and in either placement mode, can finish before either bound:
+    """No schedule, under any policy and in either placement mode, can finish before either bound (and, when every
+    node's concurrency is by requests, the slot bound: :func:`slot_bound`):
 
     * work: everything from the first submission on, with the cluster's whole CPU and disk capability busy:
       first submit + max(Σ cpu work / Σ_n κc·cores, Σ disk work / Σ_n κd);
@@ -100,11 +101,15 @@ def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
         critical = max(critical, job.submit_s + fastest.get("map", 0.0) + fastest.get("reduce", 0.0))
     first = min((j.submit_s for j in jobs), default=0.0)
     work = first + max(cpu_work / cpu_capacity, disk_work / disk_capacity)
+    slots = slot_bound(sim, jobs, shortest_map)
+    # By requests the engine refuses every pod that does not fit, whoever placed it: the map phase's bound by
+    # the nodes' request capacity then holds for every policy, and is part of the makespan bound.
+    by_requests = all(n.by_requests for n in sim.nodes.values()) and not math.isnan(slots)
     return {
-        "makespan_s": max(work, critical),
+        "makespan_s": max(work, critical, slots if by_requests else 0.0),
         "work_bound_s": work,
         "critical_path_s": critical,
-        "slot_bound_s": slot_bound(sim, jobs, shortest_map),
+        "slot_bound_s": slots,
     }
 
 
@@ -116,7 +121,7 @@ def slot_bound(sim: Simulation, jobs: list[Job], shortest_map: dict[str, dict[st
     refilled only at its node's heartbeat, so the time is rounded up to whole heartbeats; a kubernetes-mode round
     refills it at once. NaN when there are no maps."""
     heartbeat = sim.heartbeat_s
-    names = [n for n in sim.nodes if sim.nodes[n].map_slots > 0]
+    names = [n for n in sim.nodes if _map_capacity(sim.nodes[n], jobs) > 0]
     mapped = [j for j in jobs if j.maps]
     if not mapped or not names:
         return math.nan
@@ -148,13 +153,23 @@ def slot_bound(sim: Simulation, jobs: list[Job], shortest_map: dict[str, dict[st
     for b, name in enumerate(names):
         for a in range(n_jobs):
             a_ub[b, a * n_nodes + b] = occupancy[a, b]
-        a_ub[b, size - 1] = -float(sim.nodes[name].map_slots)
+        a_ub[b, size - 1] = -float(_map_capacity(sim.nodes[name], jobs))
     a_eq, a_ub = a_eq.tocsr(), a_ub.tocsr()
     result = linprog(c, A_ub=a_ub, b_ub=np.zeros(n_nodes), A_eq=a_eq, b_eq=b_eq, bounds=(0, None))
     if not result.success:
         return math.nan
     first = min(j.submit_s for j in mapped)
     return first + float(result.x[-1])
+
+
+def _map_capacity(node: Node, jobs: list[Job]) -> int:
+    """The maps a node runs at once at most: its map slots, or by requests as many of the smallest map request
+    of any job as its cores and memory hold (a larger request, or reduces beside them, only lowers it)."""
+    if not node.by_requests:
+        return node.map_slots
+    smallest = min((j.map_request for j in jobs), key=lambda r: (r.cpu, r.memory_mb), default=Resources())
+    cpu, memory = node.cores / smallest.cpu, node.memory_mb / smallest.memory_mb
+    return min(node.map_slots, math.floor(cpu + 1e-9), math.floor(memory + 1e-9))
 
 
 def map_time_summary(results: list[SimulationResult]) -> dict[str, Any]:
@@ -336,6 +351,7 @@ def run_scenario(
         # The target-fitted constants its results rest on (mrsched.simulator.fitted): never reported as met.
         "targetFitted": target_fitted_constants(scenario),
         "mode": mode,
+        "concurrency": scenario.cluster.concurrency,
         # The physics switches and Hadoop options it ran with, when any is on (absent: the committed physics).
         **_physics_label(scenario),
         "seeds": seeds,

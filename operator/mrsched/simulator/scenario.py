@@ -37,6 +37,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mrsched.core.catalog import CatalogError, NodeGroup, application, node_class
+from mrsched.core.model import UNCAPPED
 
 
 class _Strict(BaseModel):
@@ -173,6 +174,8 @@ class SlotsSpec(_Strict):
 #: ``kubernetes``: a cluster-wide round over every node, every ``heartbeatS`` and at once when a task ends or a
 #: job arrives, as the operator's loop runs (its watches wake it).
 PlacementMode = Literal["hadoop", "kubernetes"]
+Concurrency = Literal["slots", "requests"]
+CONCURRENCIES: tuple[Concurrency, ...] = ("slots", "requests")
 MODES: tuple[PlacementMode, ...] = ("hadoop", "kubernetes")
 
 
@@ -247,13 +250,20 @@ class ClusterSpec(_Strict):
     #: machine is not given a 2-core machine's slots). Each scenario says where its counts come from.
     slots_by_class: dict[str, SlotsSpec] = Field(default_factory=dict, alias="slotsByClass")
     heartbeat_s: float = Field(3.0, alias="heartbeatS", gt=0)  # Hadoop 1's minimum TaskTracker heartbeat
+    #: How many tasks a node runs at once. ``slots``: the fixed map and reduce slots above (Hadoop 1, as the
+    #: papers ran; kept for reproducing them). ``requests``: Kubernetes' rule, as the operator runs by default:
+    #: a node takes pods while their requests (``cpuRequest``, ``memoryRequestMB``) fit its cores and memory,
+    #: maps and reduces from one allocatable, and a policy may run fewer; the slot settings are then unused.
+    concurrency: Concurrency = "slots"
     #: Which of the measured-physics changes of issue 19 the run uses (each off: the committed results' physics).
     physics: PhysicsOptions = Field(default_factory=lambda: PhysicsOptions())
     stragglers: StragglerSpec = Field(default_factory=lambda: StragglerSpec())
     speculation: SpeculationSpec = Field(default_factory=lambda: SpeculationSpec())
 
     def slots(self, node_class: str) -> tuple[int, int]:
-        """(map, reduce) slots of a node of ``node_class``."""
+        """(map, reduce) slots of a node of ``node_class``; by requests, uncapped (its allocatable binds)."""
+        if self.concurrency == "requests":
+            return UNCAPPED, UNCAPPED
         found = self.slots_by_class.get(node_class)
         return (found.map, found.reduce) if found else (self.map_slots, self.reduce_slots)
 
@@ -367,6 +377,11 @@ class Scenario(_Strict):
         """The options of a policy entry: its own label's, else its bare policy name's."""
         found = self.policy_options.get(label)
         return found if found is not None else self.policy_options.get(policy_name(label))
+
+    def with_concurrency(self, concurrency: Concurrency) -> Scenario:
+        """The same scenario with every node's concurrency rule set (``--concurrency``)."""
+        cluster = self.cluster.model_copy(update={"concurrency": concurrency})
+        return self.model_copy(update={"cluster": cluster})
 
     def cluster_for(self, label: str) -> ClusterSpec:
         """The cluster a policy entry runs on: the scenario's, with the entry's overrides."""
