@@ -1,6 +1,7 @@
 """Placement on the live control plane (emulated nodes, model mode): allocatable and the worker label are
-respected, a deleted node's tasks run again elsewhere, and the same job mix runs under the project's
-``fair`` and under the real kube-scheduler (``kube-default``)."""
+respected, a large node takes as many tasks as requests fit, a deleted node's tasks run again elsewhere, and the
+same job mix runs on three node sizes under the recommended policy and under the real kube-scheduler
+(``kube-default``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from mrsched.operator.jobspec import parse_cpu, parse_memory_mb
+from mrsched.operator.pods import parse_time
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube, phase_in, task_pod, wait_for
 from tests.operatorhelpers import (
@@ -205,21 +207,37 @@ def test_a_deleted_nodes_tasks_run_again_elsewhere(
         assert any(p["metadata"]["name"].startswith(task) for p in pods)
 
 
-def test_the_same_job_mix_under_fair_and_under_the_real_kube_scheduler(
+#: The policy README.md recommends for heterogeneous clusters (bench/kubernetes_contest.py's RECOMMENDED).
+RECOMMENDED = "diagnosis"
+
+
+def _job_seconds(kube: Kube, namespace: str, name: str) -> float:
+    """The job's time from its submission (creationTimestamp) to its completion, as its status says."""
+    job = get_job(kube, namespace, name)
+    created = parse_time(job["metadata"]["creationTimestamp"])
+    done = parse_time(job["status"]["completionTime"])
+    assert created is not None and done is not None
+    return done - created
+
+
+def test_the_same_job_mix_under_the_recommended_policy_and_under_the_real_kube_scheduler(
     kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess
 ) -> None:
-    nodes = set(emulate({"small": 2, "medium": 1}).nodes)
-    makespan: dict[str, float] = {}
-    for policy in ("fair", "kube-default"):
-        started = time.monotonic()
+    """On nodes of three sizes (small, medium, large: 2, 4 and 8 cores), the same mix of a CPU-heavy wordcount
+    and a pi runs under the recommended policy, placed by mrsched, and under kube-default, placed by the real
+    kube-scheduler; each job's time is printed side by side (one run each: a comparison, not a statistic; the
+    statistic is bench/results/kubernetes-mode.md)."""
+    nodes = set(emulate({"small": 1, "medium": 1, "large": 1}).nodes)
+    times: dict[str, dict[str, float]] = {}
+    for policy in (RECOMMENDED, "kube-default"):
         names = [f"wc-{policy}", f"pi-{policy}"]
-        apply(kube, namespace, wordcount(names[0], maps=5, mb_per_map=10, policy=policy))
-        apply(kube, namespace, pi(names[1], maps=4, policy=policy))
+        apply(kube, namespace, wordcount(names[0], maps=12, mb_per_map=40, policy=policy))
+        apply(kube, namespace, pi(names[1], maps=8, policy=policy))
         for name in names:
-            job = wait_phase(kube, namespace, name, ("Succeeded", "Failed"), 180)
+            job = wait_phase(kube, namespace, name, ("Succeeded", "Failed"), 240)
             assert job["status"]["phase"] == "Succeeded", job["status"]
             assert job["status"]["policy"] == policy
-        makespan[policy] = time.monotonic() - started
+        times[policy] = {name.split("-")[0]: _job_seconds(kube, namespace, name) for name in names}
         for name in names:
             for pod in task_pods(kube, namespace, name):
                 assert pod["spec"]["nodeName"] in nodes
@@ -230,20 +248,24 @@ def test_the_same_job_mix_under_fair_and_under_the_real_kube_scheduler(
                     assert '"policy": "kube-default"' in placement
                 else:
                     assert pod["spec"]["schedulerName"] == "mrsched"
-                    assert '"policy": "fair"' in placement
+                    assert f'"policy": "{RECOMMENDED}"' in placement
     scheduled_by = kube.kubectl(
         "get", "events", "-n", namespace, "--field-selector", "reason=Scheduled", "-o", "name"
     ).stdout.split()
     kube_default_pods = [
         p for n in ("wc-kube-default", "pi-kube-default") for p in task_pods(kube, namespace, n)
     ]
-    assert len(kube_default_pods) >= 5 + 1 + 4 + 1
+    assert len(kube_default_pods) >= 12 + 1 + 8 + 1
     assert len(scheduled_by) == len(kube_default_pods), (
         "kube-scheduler bound the kube-default pods, only them"
     )
-    jobs = {n: get_job(kube, namespace, n)["status"] for n in ("wc-fair", "wc-kube-default")}
-    assert jobs["wc-fair"]["maps"] == jobs["wc-kube-default"]["maps"]
-    print(f"makespan of the mix: {makespan}")
+    jobs = {n: get_job(kube, namespace, n)["status"] for n in (f"wc-{RECOMMENDED}", "wc-kube-default")}
+    assert jobs[f"wc-{RECOMMENDED}"]["maps"] == jobs["wc-kube-default"]["maps"]
+    for policy, by_job in times.items():
+        mean = sum(by_job.values()) / len(by_job)
+        print(
+            f"{policy}: job times {', '.join(f'{j} {t:.1f} s' for j, t in by_job.items())}; mean {mean:.1f} s"
+        )
 
 
 def test_a_pod_kube_scheduler_cannot_place_is_explained_on_the_job(

@@ -74,3 +74,22 @@ def test_result_can_tell_its_target_fitted_constants(path: Path) -> None:
     if fitted.KEY in result:  # a constant re-derived since (or newly flagged) needs the scenario re-run
         now = fitted.target_fitted_constants(load_scenario(SCENARIOS / f"{result['scenario']}.yaml"))
         assert sorted(flags) == sorted(now), "the scenario's target-fitted constants changed: re-run it"
+
+
+CONTEST = sorted((RESULTS / "kubernetes-mode").glob("*.json"))
+
+
+def test_the_kubernetes_contest_is_committed_by_requests() -> None:
+    assert CONTEST, "no bench/results/kubernetes-mode/*.json: run make bench-kubernetes"
+    assert (RESULTS / "kubernetes-mode.md").is_file()
+
+
+@pytest.mark.parametrize("path", CONTEST, ids=lambda p: p.stem)
+def test_the_contests_lower_bound_holds_for_every_policy(path: Path) -> None:
+    """The contest's lower bound includes the requests bound: it must hold for every policy that ran."""
+    run = _load(path)
+    bound = run["lower_bound"]["makespan_s"]
+    ran = {name: p for name, p in run["policies"].items() if "error" not in p}
+    assert "kube-default" in ran
+    for name, policy in ran.items():
+        assert policy["makespan_s"] >= bound - 1e-6, (name, policy["makespan_s"], bound)

@@ -59,6 +59,11 @@ Readings and approximations (the thesis is silent or the simulator differs):
   argmax equals plain enumeration whenever the optimum lies inside the bound.
 * Reduces stay with the FairScheduler that DARA extends (the composed Fair policy's order, one per
   heartbeat), as DARA optimises maps only.
+
+**On Kubernetes** [ours, issue 21]: chapter 4 decides each node's mix x* (how many containers of each
+application) under the memory cap of §4.3.1. By requests the mix also keeps to the node's cores by each
+application's CPU request (:func:`feasible_vectors`), so x* is a mix the kubelet admits, and the node runs x*'s
+sum: fewer than its requests allow wherever Eq 4.12 predicts that one more container lowers its throughput.
 """
 
 from __future__ import annotations

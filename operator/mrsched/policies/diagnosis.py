@@ -34,6 +34,10 @@ would yield about the state:
   with the class α's. β = 0 with PD still updates beliefs: the two are different baselines (digest §6.3).
 
 Everything else (profiling map, λ_j, dispatch toward x* with Alg 4.3.3/4.3.4, reduces by Fair) is DARA's.
+
+**On Kubernetes** [ours, issue 21]: as DARA's, the mix chosen under the belief keeps to the node's
+cores by each application's CPU request as well as to its memory (``feasible_vectors``): a degraded node's
+belief lowers its mix below what its requests allow.
 """
 
 from __future__ import annotations

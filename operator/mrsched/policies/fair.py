@@ -38,6 +38,11 @@
   java:672-678, MAX_AUTOCOMPUTED_LOCALITY_DELAY java:69-70, ``getNextHeartbeatInterval`` being the
   heartbeat). (Hadoop auto-computes both as soon as either is unset, java:202-212; here a delay that is set
   is kept.)
+
+**On Kubernetes** [ours, issue 21]: by requests a tracker's slots become the node's request capacity
+(``ClusterSnapshot.capacity``, for the load manager's cap) and a kind is rejected once what the running pods
+leave of the allocatable holds no more of it; a job whose pod does not fit is passed over. Fair decides no
+concurrency of its own: a baseline.
 """
 
 from __future__ import annotations

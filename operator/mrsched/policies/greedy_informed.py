@@ -3,8 +3,9 @@
 Handed the hidden node capabilities and task demands (simulator only: ``TruePhysics``), it takes pending tasks
 in job submission order and puts each on the offered node where it would finish first
 (``physics.predicted_duration``: seed 002 Eq 3.2 with the true κ, Ω and network, stretched by the sharing at the
-node's load once it joins), among the nodes with a free slot of the task's kind, where memory fits, and where one
-more task still raises the node's throughput (tasks finished per second: the knee of seed 002 Fig 2.5).
+node's load once it joins), among the nodes with a free slot of the task's kind (by requests: where its pod's
+request fits), where memory fits, and where one more task still raises the node's throughput (tasks finished per
+second: the knee of seed 002 Fig 2.5).
 
 It is a greedy heuristic, one task at a time and blind to what arrives later, so it is no bound: Fair and DARA
 have beaten it (dara-wl6). It gets the same decision opportunities as every policy of a run (in hadoop mode only

@@ -1,7 +1,8 @@
 """kube-default: what kube-scheduler's default profile does with these pods, for comparison.
 
 No slots: pods are placed pod by pod (in job submission order, maps before reduces, reduces after slow-start)
-on nodes whose allocatable CPU and memory still fit their requests, scored as kube-scheduler scores them with
+on nodes whose allocatable CPU and memory still fit their requests beside every other pod's
+(``ClusterSnapshot.reserved``), scored as kube-scheduler scores them with
 its default plugins' weights: NodeResourcesFit with LeastAllocated (mean over CPU and memory of
 (allocatable − requested) / allocatable × 100) plus NodeResourcesBalancedAllocation ((1 − std of the two
 fractions) × 100). The best score wins; ties are broken at random, as kube-scheduler does. It knows nothing of

@@ -31,6 +31,11 @@ Determinant convention (digest I3-1): Eq 3.22 reads ``Σ⁻¹ = [[a20, a11/2], [
 precision, so the thesis' ``|Σ|`` is 4 × the true determinant; its threshold 0.007 was set in that convention,
 which is the default here (``detConvention: thesis``); ``true`` uses the true posterior determinant. The
 posterior itself (mean and covariance) is always the true one.
+
+**On Kubernetes** [ours, issue 21]: the thesis decides *where* each map goes (Alg 3.2.2's match of an
+application's θd/θc to a node's κ) within fixed slots, never how many run. By requests how many is what the
+node's allocatable holds (a candidate node is one with room for a map's pod); the learned κ and θ then decide
+which application's map each free place gets, so a node's mix follows its capability.
 """
 
 from __future__ import annotations
