@@ -48,6 +48,12 @@ SCENARIOS = {
     "swim-day-100-nodes": "the SWIM FB-2009 day's first four hours on 100 nodes of three classes",
     "three-generations": "three node generations, CPU-, disk- and network-bound jobs (new for this contest)",
 }
+#: Scenarios run on fewer seeds, and why: the SWIM replay costs over 30 CPU-minutes a seed under the eleven
+#: policies on this 2-core machine (every other scenario a few minutes); two seeds keep the sweep near an hour
+#: (the simulator's speed at that scale is issue 24's).
+FEWER_SEEDS = {"swim-day-100-nodes": [1, 2]}
+#: The contest's scenarios whose nodes are all of one class (their jobs are mixed): counted apart below.
+HOMOGENEOUS_NODES = {"dara-wl4", "dara-wl10", "dara-wl13", "tan-22-jobs", "tan-200-jobs"}
 #: kube-scheduler and the Hadoop baselines, then every learned policy, then the simulator-only reference.
 BASELINES = ("kube-default", "fair", "capacity")
 LEARNED = ("throughput", "dara", "diagnosis", "learning", "adaptive-slots", "coupling", "lsps")
@@ -88,9 +94,41 @@ def run_one(name: str, seed: int) -> dict[str, Any]:
     return out
 
 
+def explain_one(name: str, seed: int = 1) -> dict[str, Any]:
+    """What separates the recommended policy from kube-default in one scenario, measured on one seed: each job's
+    wait for its first task and its run from then on (means), how many jobs ran at once on average, and the mean
+    map time (what contention made of the maps: the lower bound assumes none)."""
+    scenario = load_scenario(ROOT / "scenarios" / f"{name}.yaml").with_concurrency("requests")
+    data_nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
+    out: dict[str, Any] = {"scenario": name, "seed": seed}
+    for policy in ("kube-default", RECOMMENDED):
+        jobs = build_jobs(scenario, data_nodes, seed)
+        result = build_simulation(scenario, policy, seed, jobs, mode="kubernetes").run()
+        times = [
+            (j.submit_s, j.start_s, j.finish_s)
+            for j in result.jobs
+            if j.finish_s is not None and j.start_s is not None and not j.failed
+        ]
+        span = max(f for _, _, f in times) - min(b for _, b, _ in times)
+        maps = [t for by_class in result.map_times.values() for times_ in by_class.values() for t in times_]
+        out[policy] = {
+            "mean_wait_s": _mean([b - a for a, b, _ in times]),
+            "mean_run_s": _mean([f - b for _, b, f in times]),
+            "jobs_at_once": sum(f - b for _, b, f in times) / span,
+            "mean_map_s": _mean(maps),
+        }
+    return out
+
+
+def seeds_of(name: str, seeds: list[int]) -> list[int]:
+    return [s for s in seeds if s in FEWER_SEEDS.get(name, seeds)]
+
+
 def sweep(names: list[str], seeds: list[int], raw: Path, jobs: int, fresh: bool) -> None:
     raw.mkdir(parents=True, exist_ok=True)
-    todo = [(n, s) for n in names for s in seeds if fresh or not (raw / f"{n}-s{s}.json").exists()]
+    todo = [
+        (n, s) for n in names for s in seeds_of(n, seeds) if fresh or not (raw / f"{n}-s{s}.json").exists()
+    ]
     todo.sort(key=lambda run: run[0] != "swim-day-100-nodes")  # the longest first: the pool ends sooner
     print(f"{len(todo)} runs of (scenario, seed) to do, {jobs} at a time", flush=True)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -111,7 +149,7 @@ def collect(names: list[str], seeds: list[int], raw: Path) -> dict[str, dict[str
     """Per scenario: the mean lower bound and each policy's mean makespan and mean job time over seeds."""
     table: dict[str, dict[str, Any]] = {}
     for name in names:
-        runs = [json.loads((raw / f"{name}-s{s}.json").read_text()) for s in seeds]
+        runs = [json.loads((raw / f"{name}-s{s}.json").read_text()) for s in seeds_of(name, seeds)]
         bound = _mean([r["lower_bound"]["makespan_s"] for r in runs])
         policies: dict[str, dict[str, Any]] = {}
         for policy in runs[0]["policies"]:
@@ -141,7 +179,53 @@ def _cell(p: dict[str, Any], kube: dict[str, Any], bound: float, best: bool) -> 
     return f"**{text}**" if best else text
 
 
-def report(table: dict[str, dict[str, Any]], seeds: list[int]) -> str:
+def misses(row: dict[str, Any]) -> tuple[bool, bool]:
+    """(the recommended policy's mean job time is not below kube-default's, its makespan is past 1.25x the bound)"""
+    rec, kube = row["policies"].get(RECOMMENDED, {}), row["policies"]["kube-default"]
+    if not rec or "error" in rec:
+        return True, True
+    return rec["mean_job_time_s"] >= kube["mean_job_time_s"], rec["makespan_s"] > 1.25 * row["lower_bound_s"]
+
+
+def _why(name: str, row: dict[str, Any], explained: dict[str, Any]) -> list[str]:
+    slower, far = misses(row)
+    bound = row["lower_bound_s"]
+    ran = {p: v for p, v in row["policies"].items() if "error" not in v}
+    best = min(ran, key=lambda p: ran[p]["makespan_s"])
+    lines = [f"* **{name}**:"]
+    if far:
+        lines.append(
+            f"  makespan {ran[RECOMMENDED]['makespan_s'] / bound:.2f}x the bound; the best of every policy, "
+            f"{best}, {ran[best]['makespan_s'] / bound:.2f}x"
+            + (
+                " (no policy, greedy-informed told the true physics included, comes within 1.25x: the bound "
+                "leaves out contention and each task's start-up, which the maps' times below include)."
+                if ran[best]["makespan_s"] > 1.25 * bound
+                else "."
+            )
+        )
+    e = explained.get(name)
+    if e is not None:
+        k, r = e["kube-default"], e[RECOMMENDED]
+        lines.append(
+            f"  Seed {e['seed']}: kube-default's jobs wait {k['mean_wait_s']:.0f} s for their first task, then run "
+            f"{k['mean_run_s']:.0f} s, {k['jobs_at_once']:.1f} jobs at once, maps {k['mean_map_s']:.1f} s on average; "
+            f"{RECOMMENDED}'s wait {r['mean_wait_s']:.0f} s, run {r['mean_run_s']:.0f} s, {r['jobs_at_once']:.1f} "
+            f"at once, maps {r['mean_map_s']:.1f} s."
+        )
+        if slower and r["jobs_at_once"] > k["jobs_at_once"] and r["mean_run_s"] > k["mean_run_s"]:
+            lines.append(
+                f"  {RECOMMENDED} shares the nodes among more jobs at once (its per-node mix of applications, "
+                "Eq 4.16, maximises a node's throughput, not a job's completion), so each job runs longer, while "
+                "kube-scheduler's queue serves the pods in submission order and finishes the first jobs first."
+            )
+    return lines
+
+
+def report(
+    table: dict[str, dict[str, Any]], seeds: list[int], explained: dict[str, Any] | None = None
+) -> str:
+    explained = explained or {}
     policies = [*BASELINES, *LEARNED, *REFERENCE]
     lines = [
         "# Kubernetes mode: mrsched's policies against kube-scheduler, by requests",
@@ -168,6 +252,8 @@ def report(table: dict[str, dict[str, Any]], seeds: list[int]) -> str:
     header = " | ".join(policies)
     lines += [f"| scenario | lower bound | {header} |", "|---|---:|" + "---:|" * len(policies)]
     wins = within = 0
+    mixed = [n for n in table if n not in HOMOGENEOUS_NODES]
+    mixed_wins = mixed_within = 0
     for name, row in table.items():
         kube, bound = row["policies"]["kube-default"], row["lower_bound_s"]
         ours = {p: v for p, v in row["policies"].items() if p in LEARNED and "error" not in v}
@@ -179,16 +265,32 @@ def report(table: dict[str, dict[str, Any]], seeds: list[int]) -> str:
         lines.append(f"| {name} | {bound:.0f} | " + " | ".join(cells) + " |")
         rec = row["policies"].get(RECOMMENDED, {})
         if "error" not in rec and rec:
-            wins += rec["mean_job_time_s"] < kube["mean_job_time_s"]
-            within += rec["makespan_s"] <= 1.25 * bound
+            win, close = rec["mean_job_time_s"] < kube["mean_job_time_s"], rec["makespan_s"] <= 1.25 * bound
+            wins, within = wins + win, within + close
+            if name not in HOMOGENEOUS_NODES:
+                mixed_wins, mixed_within = mixed_wins + win, mixed_within + close
     lines += [
         "",
         f"**{RECOMMENDED}**: mean job time below kube-default's on {wins} of {len(table)} scenarios; makespan "
-        f"within 1.25x of the lower bound on {within} of {len(table)}.",
+        f"within 1.25x of the lower bound on {within} of {len(table)}. On the {len(mixed)} scenarios whose nodes "
+        f"are of more than one class: {mixed_wins} and {mixed_within}.",
+        "",
+        f"## Where {RECOMMENDED} misses the bar, and why (measured)",
+        "",
+        *[line for n, row in table.items() if any(misses(row)) for line in _why(n, row, explained)],
         "",
         "## The scenarios",
         "",
-        *[f"* **{n}**: {SCENARIOS[n]}" for n in table],
+        *[
+            f"* **{n}**: {SCENARIOS[n]}"
+            + (" (nodes of one class)" if n in HOMOGENEOUS_NODES else "")
+            + (
+                f"; seeds {', '.join(map(str, seeds_of(n, seeds)))} only (`FEWER_SEEDS`)"
+                if n in FEWER_SEEDS
+                else ""
+            )
+            for n in table
+        ],
         "",
         "## The bound held",
         "",
@@ -226,7 +328,15 @@ def main(argv: list[str] | None = None) -> int:
     names = args.scenarios.split(",") if args.scenarios else list(SCENARIOS)
     seeds = [int(s) for s in args.seeds.split(",")]
     sweep(names, seeds, args.raw, args.jobs, args.fresh)
-    args.out.write_text(report(collect(names, seeds, args.raw), seeds))
+    table = collect(names, seeds, args.raw)
+    explained = {}
+    for name, row in table.items():
+        if any(misses(row)):
+            cached = args.raw / f"explain-{name}.json"
+            if args.fresh or not cached.exists():
+                cached.write_text(json.dumps(explain_one(name), indent=1) + "\n")
+            explained[name] = json.loads(cached.read_text())
+    args.out.write_text(report(table, seeds, explained))
     print(f"wrote {args.out}")
     return 0
 

@@ -20,7 +20,8 @@ from mrsched.simulator import fitted
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 MODES = {
     "hadoop": "each node's heartbeat offers that node only, to every policy (Hadoop 1's assignTasks)",
-    "kubernetes": "cluster-wide rounds every heartbeat and whenever a task ends or a job arrives (the operator's loop)",
+    "kubernetes": "cluster-wide rounds every heartbeat and whenever a task ends or a job arrives (the operator's loop),"
+    " with the scenarios' fixed slots",
 }
 POLICIES = (
     "fifo",
@@ -79,6 +80,11 @@ def _table(scenarios: list[dict[str, object]]) -> None:
 
 def main(root: Path) -> None:
     print("# Benchmark results\n")
+    print(
+        "**Against kube-scheduler on Kubernetes' own terms** (concurrency by requests, no slots, every policy; "
+        "`make bench-kubernetes`): [kubernetes-mode.md](kubernetes-mode.md). The tables below run the papers' "
+        "fixed slots (`cluster.concurrency: slots`), as the papers did.\n"
+    )
     print(
         "Made by `make bench` (one `mrsched simulate` per scenario under `bench/scenarios/` and placement mode)."
         " A table compares policies within one mode only: every policy of a row had the same nodes, the same"

@@ -366,9 +366,8 @@ class Dara(SlotPolicy):
         self._clocks: dict[str, _NodeClock] = {}
         self._starts: dict[str, tuple[float, dict[str, float]]] = {}  # task key -> (start, integrals)
         self._request_memory: dict[str, float] = {}  # job -> its map container request
-        self._request_cpu: dict[
-            str, float
-        ] = {}  # ... and its CPU request (a by-requests node's mix by these)
+        #: app -> the smallest map CPU request of its jobs (a by-requests node's mix keeps to its cores by these)
+        self._app_cpu: dict[str, float] = {}
         self._apps: dict[str, str] = {}  # job -> its application (for the catalog's RAM, see _peak_memory)
         self._node_classes: dict[str, str] = {}
         self._stale = False
@@ -396,7 +395,7 @@ class Dara(SlotPolicy):
     def on_job_submitted(self, job: Job, now: float) -> None:
         self.fair.on_job_submitted(job, now)
         self._request_memory[job.id] = job.map_request.memory_mb
-        self._request_cpu[job.id] = job.map_request.cpu
+        self._app_cpu[job.app] = min(job.map_request.cpu, self._app_cpu.get(job.app, job.map_request.cpu))
         self._apps[job.id] = job.app
 
     def on_job_finished(self, job: Job, now: float) -> None:
@@ -541,11 +540,7 @@ class Dara(SlotPolicy):
     def request_cpus(self, apps: list[str]) -> Vector:
         """Each application's CPU request per map container (the smallest among its jobs; 1 core if none is
         known): a by-requests node's mix keeps to its cores by these."""
-        smallest: dict[str, float] = {}
-        for job_id, app in self._apps.items():
-            cpu = self._request_cpu.get(job_id, 1.0)
-            smallest[app] = min(cpu, smallest.get(app, cpu))
-        return np.array([smallest.get(a, 1.0) for a in apps], dtype=np.float64)
+        return np.array([self._app_cpu.get(a, 1.0) for a in apps], dtype=np.float64)
 
     def add_application(self, app: str, nodes: dict[str, Node]) -> None:
         """ADD_APPLICATION (Alg 4.3.1): add the measured application and recompute x* on every node."""
