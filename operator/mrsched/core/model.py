@@ -257,7 +257,7 @@ class ClusterSnapshot:
             return free
         cpu, memory = self.unrequested(node)
         request = self.smallest_request(kind)
-        return min(free, _how_many(cpu, memory, request))
+        return min(free, pods_that_fit(cpu, memory, request))
 
     def capacity(self, node: str, kind: TaskType) -> int:
         """The tasks of ``kind`` the node runs when nothing else of ours runs there: its slots, or on a
@@ -268,7 +268,7 @@ class ClusterSnapshot:
         other = self.reserved.get(node)
         cpu = n.cores - (other.cpu if other else 0.0)
         memory = n.memory_mb - (other.memory_mb if other else 0.0)
-        return min(n.slots(kind), _how_many(cpu, memory, self.smallest_request(kind)))
+        return min(n.slots(kind), pods_that_fit(cpu, memory, self.smallest_request(kind)))
 
     def fits(self, node: str, job: Job, kind: TaskType) -> bool:
         """One more task of ``job`` and ``kind`` may start on the node: a free slot, and on a by-requests node
@@ -279,7 +279,7 @@ class ClusterSnapshot:
         if not n.by_requests:
             return True
         cpu, memory = self.unrequested(node)
-        return _how_many(cpu, memory, job.request(kind)) >= 1
+        return pods_that_fit(cpu, memory, job.request(kind)) >= 1
 
     def unrequested(self, node: str) -> tuple[float, float]:
         """The node's allocatable CPU and memory that no pod requests: less :attr:`reserved` and the requests
@@ -337,7 +337,7 @@ class ClusterSnapshot:
         return self._jobs_by_id[job_id]
 
 
-def _how_many(cpu: float, memory_mb: float, request: Resources) -> int:
+def pods_that_fit(cpu: float, memory_mb: float, request: Resources) -> int:
     """How many pods of ``request`` fit in ``cpu`` cores and ``memory_mb`` (a little slack for float sums)."""
     by_cpu = math.floor((cpu + 1e-9) / request.cpu) if request.cpu > 0 else UNCAPPED
     by_memory = math.floor((memory_mb + 1e-6) / request.memory_mb) if request.memory_mb > 0 else UNCAPPED

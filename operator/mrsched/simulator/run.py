@@ -14,7 +14,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from mrsched.core.catalog import expand_layout
-from mrsched.core.model import Job, Node, Resources
+from mrsched.core.model import Job, Node, Resources, pods_that_fit
 from mrsched.core.physics import NodeCapability, isolated_duration, noise_factor
 from mrsched.core.policy import TruePhysics
 from mrsched.policies import make_policy
@@ -168,8 +168,7 @@ def _map_capacity(node: Node, jobs: list[Job]) -> int:
     if not node.by_requests:
         return node.map_slots
     smallest = min((j.map_request for j in jobs), key=lambda r: (r.cpu, r.memory_mb), default=Resources())
-    cpu, memory = node.cores / smallest.cpu, node.memory_mb / smallest.memory_mb
-    return min(node.map_slots, math.floor(cpu + 1e-9), math.floor(memory + 1e-9))
+    return min(node.map_slots, pods_that_fit(node.cores, node.memory_mb, smallest))
 
 
 def map_time_summary(results: list[SimulationResult]) -> dict[str, Any]:
