@@ -64,6 +64,10 @@ Readings and approximations (the thesis is silent or the simulator differs):
 application) under the memory cap of §4.3.1. By requests the mix also keeps to the node's cores by each
 application's CPU request (:func:`feasible_vectors`), so x* is a mix the kubelet admits, and the node runs x*'s
 sum: fewer than its requests allow wherever Eq 4.12 predicts that one more container lowers its throughput.
+Which jobs the mix is over is ours too (``shortestFirst``, :meth:`Dara._window`): the thesis mixes every
+running job, which maximises throughput and lengthens each job; by requests only the jobs with the least work
+left that fill the cluster are mixed, the others join as they run down, as kube-scheduler's queue runs the
+first pods first (mean job time is what a Kubernetes user compares). Fixed slots keep the thesis's reading.
 """
 
 from __future__ import annotations
@@ -328,6 +332,10 @@ class DaraConfig(PolicyConfig):
     lambda_from: Literal["profile", "fit"] = Field("profile", alias="lambdaFrom")
     # Alg 4.3.3 launches one task per request (heartbeat); true fills the node to Σ x* at once.
     assign_multiple: bool = Field(False, alias="assignMultiple")
+    #: On by-requests nodes (Kubernetes) [ours, issue 21]: the optimisation's applications are the jobs with
+    #: the least work left that fill the cluster, the others join as they run down (false: every profiled job
+    #: at once, the thesis's §4.3). See ``Dara._window``.
+    shortest_first: bool = Field(True, alias="shortestFirst")
     # While an application's first map is being measured, let the FairScheduler start more of its maps in
     # the node's ordinary map slots (false: only the profiling map runs, Alg 4.3.1 read literally).
     fair_while_profiling: bool = Field(False, alias="fairWhileProfiling")
@@ -566,7 +574,7 @@ class Dara(SlotPolicy):
         for job in snapshot.jobs:
             if job.id not in self.profiles:
                 self._adopt_saved(job)
-        wanted = [j.id for j in snapshot.jobs if j.id in self.profiles and j.finished_maps < len(j.maps)]
+        wanted = [j.id for j in self._window(snapshot) if j.id in self.profiles]
         due = self.cfg.refit_every if self.fitted_classes else min(self.cfg.refit_every, 5)
         new_app = any(a not in self.fit.lam for a in wanted)
         refitted = False
@@ -585,6 +593,44 @@ class Dara(SlotPolicy):
         if refitted or self._stale or missing:
             self._stale = False
             self.compute_optimal(snapshot.nodes, list(self._members))
+
+    def _window(self, snapshot: ClusterSnapshot) -> list[Job]:
+        """The jobs whose maps DARA's optimisation mixes: every job with maps to finish, except on by-requests
+        nodes with ``shortestFirst``, where only those with the least work left, in that order, until their maps
+        still to start fill the cluster's map capacity by requests (:meth:`ClusterSnapshot.slot_total`).
+
+        Why [ours, issue 21]: x* (Eq 4.16) maximises each node's throughput and so shares every node among every
+        job, lengthening each; kube-scheduler's queue runs the first jobs' pods first. Shortest remaining
+        processing time first is the order that minimises mean response time on one server (Schrage, 1968);
+        a job's work left is read as its maps still to start times λ_j (Eq 4.12's unloaded map time; the median
+        λ of the measured jobs while its own is not). Measured in the contest (make bench-kubernetes, 5 seeds):
+        diagnosis's mean job time over kube-default's went from 1.18 to 0.99 on seed 002's Comb1, 0.82 to 0.71
+        on Comb2, 1.51 to 1.42 on seed 003's 22 jobs, and from 0.64 to 0.67 on seed 001's four jobs (where
+        sharing had shortened the short jobs); below kube-default's on 6 of its 11 scenarios instead of 5.
+        Maps outside DARA's optimisation still run where the FairScheduler decides (a node class with no fitted
+        model, profiling maps)."""
+        unfinished = [j for j in snapshot.jobs if j.finished_maps < len(j.maps)]
+        if not self.cfg.shortest_first or not any(n.by_requests for n in snapshot.nodes.values()):
+            return unfinished
+        return snapshot.memo(("dara.window", id(self)), lambda: self._shortest_first(snapshot, unfinished))
+
+    def _shortest_first(self, snapshot: ClusterSnapshot, unfinished: list[Job]) -> list[Job]:
+        measured = [lam for lam in self.fit.lam.values() if lam > 0]
+        typical = float(np.median(measured)) if measured else 1.0
+
+        def to_start(job: Job) -> int:
+            return len(job.maps) - job.finished_maps - job.running_maps
+
+        room = snapshot.slot_total("map")
+        window: list[Job] = []
+        for job in sorted(
+            unfinished, key=lambda j: (to_start(j) * self.fit.lam.get(j.id, typical), j.submit_s)
+        ):
+            if room <= 0:
+                break
+            window.append(job)
+            room -= to_start(job)
+        return window
 
     # --- scheduling ------------------------------------------------------------------------------------
 
