@@ -502,26 +502,26 @@ def by_requests_node(cores: int = 4) -> Node:
     )
 
 
-def test_on_kubernetes_the_jobs_with_least_work_left_fill_the_cluster_first() -> None:
-    # Issue 21 [ours]: by requests, DARA mixes only the jobs with the least work left (maps to start x λ) that
-    # fill the cluster's 4 cores: B (5 x 10 s) before A (30 x 12 s), though A was submitted first.
-    policy = fitted_dara(assignMultiple=True)
+def test_with_shortest_first_the_jobs_with_least_work_left_fill_the_cluster_first() -> None:
+    # Issue 21's experiment [ours]: by requests, DARA mixes only the jobs with the least work left (maps to
+    # start x λ) that fill the cluster's 4 cores: B (5 x 10 s) before A (30 x 12 s), though A came first.
+    policy = fitted_dara(assignMultiple=True, shortestFirst=True)
     big, small = make_job("A", 30, submit=0.0), make_job("B", 5, submit=1.0)
     snapshot = ClusterSnapshot(1.0, {"n0": by_requests_node()}, {"n0": []}, [big, small])
     assert run_rounds(policy, snapshot) == ["B"] * 4  # the node's 4 cores; A waits
     assert policy.optimal["n0"] == {"B": 4}
 
 
-def test_a_longer_job_joins_the_mix_once_the_shorter_ones_leave_room() -> None:
-    policy = fitted_dara(assignMultiple=True)
+def test_with_shortest_first_a_longer_job_joins_once_the_shorter_ones_leave_room() -> None:
+    policy = fitted_dara(assignMultiple=True, shortestFirst=True)
     big, small = make_job("A", 30), make_job("B", 2, submit=1.0)
     snapshot = ClusterSnapshot(1.0, {"n0": by_requests_node()}, {"n0": []}, [big, small])
     placed = run_rounds(policy, snapshot)
     assert set(placed) == {"A", "B"} and len(placed) == 4  # B's 2 maps leave room: A joins the mix
 
 
-def test_the_thesis_order_every_job_at_once_is_one_option_away() -> None:
-    policy = fitted_dara(assignMultiple=True, shortestFirst=False)
+def test_by_default_the_mix_is_over_every_job_as_the_thesis() -> None:
+    policy = fitted_dara(assignMultiple=True)
     big, small = make_job("A", 30), make_job("B", 5, submit=1.0)
     snapshot = ClusterSnapshot(1.0, {"n0": by_requests_node()}, {"n0": []}, [big, small])
     assert set(run_rounds(policy, snapshot)) == {"A", "B"}
