@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-dara-alpha bench-workers bench-operator bench-live calibrate cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-dara-alpha bench-workers bench-operator bench-live calibrate cluster-up cluster-down lock clean manifests
 
 all: test
 
@@ -78,6 +78,9 @@ bench-speed: venv  ## simulator events/s and Fair's scheduling-round latency
 
 bench-kubernetes: venv  ## the Kubernetes-mode contest (concurrency by requests, every policy vs kube-default, 5 seeds) into bench/results/kubernetes-mode.md
 	$(PY) bench/kubernetes_contest.py --out bench/results/kubernetes-mode.md
+
+bench-kubernetes-heldout: venv  ## the contest's job rule on the scenarios it was not chosen on, into bench/results/kubernetes-heldout.md
+	$(PY) bench/kubernetes_heldout.py --out bench/results/kubernetes-heldout.md
 
 bench-physics: venv  ## each measured-physics switch (cluster.physics) alone and all together, both modes
 	$(PY) bench/physics_switches.py --out bench/results/physics-switches.md

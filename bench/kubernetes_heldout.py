@@ -1,0 +1,141 @@
+"""The Kubernetes-mode contest's held-out check (issue 21): the recommended policy's job rule on scenarios that
+were not run when the rule was chosen.
+
+    python bench/kubernetes_heldout.py --out bench/results/kubernetes-heldout.md [--jobs N]
+
+DARA's and diagnosis's ``shortestFirst`` (by requests, mix only the jobs with the least work left that fill the
+cluster) was chosen among four readings by measuring them on the contest's scenarios (its report,
+bench/results/kubernetes-mode.md, says so), so the contest is no test of it. This runs the scenarios with mixed
+jobs that the choice never ran, in the same mode (kubernetes placement, concurrency by requests, 5 seeds):
+kube-default, the recommended policy as shipped (the thesis's every-job mix) and the same policy with
+``shortestFirst: true``. Runs are cached as JSON under ``--raw`` (one file per scenario and seed), as the
+contest's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from kubernetes_contest import EXPERIMENTS, RECOMMENDED, SCENARIOS, run_policy_on
+
+ROOT = Path(__file__).resolve().parent
+#: Scenarios with mixed jobs outside the contest, none of them run when the rule was chosen: Table 4.3's other
+#: thirteen workloads, seed 001's other job sets and seed 000's job mix.
+HELD_OUT = [
+    *(f"dara-wl{i}" for i in range(1, 17) if f"dara-wl{i}" not in SCENARIOS),
+    "elkholy-jobs-3",
+    "elkholy-jobs-5",
+    "elkholy-jobs-6",
+    "elkholy-jobs-7",
+    "dhok-job-mix",
+]
+#: Left out, and why: seed 004's four users (350 jobs) under the three policies did not finish a seed in 10
+#: minutes on this 2-core machine, while the others take seconds (the simulator's speed is issue 24's).
+LEFT_OUT = {"yao-four-users": "did not finish a seed in 10 minutes (issue 24)"}
+#: The recommended policy with the job rule chosen on the contest (its experiment there).
+RULE = f"{RECOMMENDED}:shortest-first"
+POLICIES = ("kube-default", RECOMMENDED, RULE)
+
+
+def run_seed(name: str, seed: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"scenario": name, "seed": seed, "policies": {}}
+    for policy in POLICIES:
+        entry, bound = run_policy_on(name, seed, policy, EXPERIMENTS.get(policy))
+        out["policies"][policy] = entry
+        out["lower_bound"] = bound
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "kubernetes-heldout.md")
+    parser.add_argument("--raw", type=Path, default=ROOT / "results" / "kubernetes-heldout")
+    parser.add_argument("--seeds", default="1,2,3,4,5")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    args.raw.mkdir(parents=True, exist_ok=True)
+    todo = [(n, s) for n in HELD_OUT for s in seeds if not (args.raw / f"{n}-s{s}.json").exists()]
+    print(f"{len(todo)} runs of (scenario, seed) to do, {args.jobs} at a time", flush=True)
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(run_seed, n, s): (n, s) for n, s in todo}
+        for future in as_completed(futures):
+            n, s = futures[future]
+            (args.raw / f"{n}-s{s}.json").write_text(json.dumps(future.result(), indent=1) + "\n")
+            print(f"{n} seed {s}: done", flush=True)
+    args.out.write_text(report(args.raw, seeds))
+    print(f"wrote {args.out}")
+    return 0
+
+
+def report(raw: Path, seeds: list[int]) -> str:
+    rows, wins, wins_without, better, worse = [], 0, 0, 0, 0
+    for name in HELD_OUT:
+        runs = [json.loads(p.read_text()) for s in seeds if (p := raw / f"{name}-s{s}.json").exists()]
+        if not runs:
+            continue
+        mean = {
+            policy: {
+                key: statistics.fmean(r["policies"][policy][key] for r in runs)
+                for key in ("makespan_s", "mean_job_time_s")
+            }
+            for policy in POLICIES
+            if all("error" not in r["policies"][policy] for r in runs)
+        }
+        bound = statistics.fmean(r["lower_bound"]["makespan_s"] for r in runs)
+        kube = mean["kube-default"]
+        cells = []
+        for policy in POLICIES[1:]:
+            if policy not in mean:
+                cells.append("error")
+                continue
+            m = mean[policy]
+            cells.append(
+                f"{m['makespan_s'] / kube['makespan_s']:.2f} / {m['makespan_s'] / bound:.2f} / "
+                f"{m['mean_job_time_s'] / kube['mean_job_time_s']:.2f}"
+            )
+        if RULE in mean and RECOMMENDED in mean:
+            ratio = mean[RULE]["mean_job_time_s"] / mean[RECOMMENDED]["mean_job_time_s"]
+            better, worse = better + (ratio < 0.995), worse + (ratio > 1.005)
+        wins += RULE in mean and mean[RULE]["mean_job_time_s"] < kube["mean_job_time_s"]
+        wins_without += RECOMMENDED in mean and mean[RECOMMENDED]["mean_job_time_s"] < kube["mean_job_time_s"]
+        rows.append(
+            f"| {name} | {len(runs)} | {kube['makespan_s']:.0f} / {kube['mean_job_time_s']:.0f} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return "\n".join(
+        [
+            "# Held out: the recommended policy's job rule on scenarios it was not chosen on",
+            "",
+            "Made by `make bench-kubernetes-heldout` (`bench/kubernetes_heldout.py`). "
+            + (__doc__ or "").split("\n\n")[2].replace("\n", " "),
+            "",
+            f"Each cell: makespan over kube-default's / makespan over the lower bound / mean job time over "
+            f"kube-default's (means over seeds; lower is better). `{RULE}` is `{RECOMMENDED}` with "
+            f"{json.dumps(EXPERIMENTS[RULE])}.",
+            "",
+            f"| scenario | seeds | kube-default makespan / mean job (s) | {RECOMMENDED} | {RULE} |",
+            "|---|---:|---:|---:|---:|",
+            *rows,
+            "",
+            f"**{RULE}** beats kube-default's mean job time on {wins} of {len(rows)} held-out scenarios; "
+            f"**{RECOMMENDED}** as shipped (the thesis's every-job mix) on {wins_without}. The rule shortens "
+            f"{RECOMMENDED}'s mean job time on {better} of them, lengthens it on {worse} (by more than 0.5 %), "
+            "so it stays off.",
+            "",
+            *(f"Not run: {name}, which {why}." for name, why in LEFT_OUT.items()),
+            "",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
