@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
+from mrsched.core.model import UNCAPPED, ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
 from mrsched.policies.dara import (
     OFFLINE_ALPHAS,
     Dara,
@@ -498,7 +498,7 @@ def test_memory_per_map_is_the_applications_peak_not_the_request() -> None:
 
 def by_requests_node(cores: int = 4) -> Node:
     return Node(
-        "n0", cores, 16384.0, node_class="k", map_slots=1_000_000, reduce_slots=1_000_000, by_requests=True
+        "n0", cores, 16384.0, node_class="k", map_slots=UNCAPPED, reduce_slots=UNCAPPED, by_requests=True
     )
 
 
