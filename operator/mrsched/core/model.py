@@ -130,6 +130,11 @@ class Job:
     def running(self, kind: TaskType) -> int:
         return self.running_maps if kind == "map" else self.running_reduces
 
+    def unstarted(self, kind: TaskType) -> int:
+        """Tasks of ``kind`` neither finished nor running: what the job still has to start."""
+        finished = self.finished_maps if kind == "map" else self.finished_reduces
+        return len(self.tasks(kind)) - finished - self.running(kind)
+
     @property
     def running_tasks(self) -> int:
         return self.running_maps + self.running_reduces

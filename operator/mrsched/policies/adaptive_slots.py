@@ -114,14 +114,12 @@ class _NodeSlots:
 
 
 def _pending_maps(jobs: list[Job]) -> int:
-    return sum(max(0, len(j.maps) - j.finished_maps - j.running_maps) for j in jobs)
+    return sum(max(0, j.unstarted("map")) for j in jobs)
 
 
 def _pending_reduces(jobs: list[Job]) -> int:
     # A4: only reduces Hadoop would hand out now (the job is past its slow-start point).
-    return sum(
-        max(0, len(j.reduces) - j.finished_reduces - j.running_reduces) for j in jobs if j.reduces_allowed()
-    )
+    return sum(max(0, j.unstarted("reduce")) for j in jobs if j.reduces_allowed())
 
 
 @register

@@ -76,20 +76,12 @@ def delta(reduces: int, threshold: float = 3.0) -> float:
     return 1.0 - math.exp(-reduces / threshold)
 
 
-def pending_maps(job: Job) -> int:
-    return len(job.maps) - job.finished_maps - job.running_maps
-
-
-def pending_reduces(job: Job) -> int:
-    return len(job.reduces) - job.finished_reduces - job.running_reduces
-
-
 def mismatch(job: Job, threshold: float = 3.0) -> float:
     """Algorithm 1: how far the job's map progress is ahead of its reduce progress (> 0: launch a reduce)."""
-    pending = pending_reduces(job)
+    pending = job.unstarted("reduce")
     if pending <= 0:
         return 0.0  # lines 11-12
-    if pending_maps(job) <= 0:
+    if job.unstarted("map") <= 0:
         return MAP_PHASE_OVER_BONUS + 1.0 / pending  # lines 8-9
     r = len(job.reduces)
     unit = delta(r, threshold) * len(job.maps) / r  # line 4
@@ -186,7 +178,7 @@ class Coupling(SlotPolicy):
                 (
                     j
                     for j in self.fair.fair_order(snapshot, "map")
-                    if j.id not in skipped and pending_maps(j) > 0
+                    if j.id not in skipped and j.unstarted("map") > 0
                 ),
                 None,
             )
@@ -234,7 +226,7 @@ class Coupling(SlotPolicy):
         k2 = sum(1 for n in others if snapshot.free_slots(n, "map") > 0)
         local_fraction = k1 / k
         free_estimate = (len(snapshot.nodes) - 1) * k2 / k
-        b = self.cfg.beta if self.cfg.beta is not None else beta(pending_maps(job), free_estimate)
+        b = self.cfg.beta if self.cfg.beta is not None else beta(job.unstarted("map"), free_estimate)
         here = snapshot.nodes[node]
         if index.has_rack_local(here.rack):  # A8
             runs_reduce = any(
@@ -289,7 +281,7 @@ class Coupling(SlotPolicy):
                     w.frozen = self.candidate_list(snapshot, chosen_job)
             return None  # the selecting heartbeat launches nothing
         job = next((j for j in snapshot.jobs if j.id == w.candidate), None)
-        if job is None or pending_reduces(job) <= 0:
+        if job is None or job.unstarted("reduce") <= 0:
             w.reset()  # A5: finished, failed or fully launched meanwhile
             return None
         w.wait += 1

@@ -617,18 +617,15 @@ class Dara(SlotPolicy):
         measured = [lam for lam in self.fit.lam.values() if lam > 0]
         typical = float(np.median(measured)) if measured else 1.0
 
-        def to_start(job: Job) -> int:
-            return len(job.maps) - job.finished_maps - job.running_maps
-
         room = snapshot.slot_total("map")
         window: list[Job] = []
         for job in sorted(
-            unfinished, key=lambda j: (to_start(j) * self.fit.lam.get(j.id, typical), j.submit_s)
+            unfinished, key=lambda j: (j.unstarted("map") * self.fit.lam.get(j.id, typical), j.submit_s)
         ):
             if room <= 0:
                 break
             window.append(job)
-            room -= to_start(job)
+            room -= job.unstarted("map")
         return window
 
     # --- scheduling ------------------------------------------------------------------------------------
