@@ -23,6 +23,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,12 @@ def policies_for(scenario: Scenario) -> list[str]:
     return [*names, *LEARNED, *EXPERIMENTS, *REFERENCE]
 
 
+def contest_scenario(name: str) -> tuple[Scenario, list[str]]:
+    """A scenario of bench/scenarios in the contest's mode (concurrency by requests), and its data nodes."""
+    scenario = load_scenario(ROOT / "scenarios" / f"{name}.yaml").with_concurrency("requests")
+    return scenario, [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
+
+
 def run_one(name: str, seed: int, policy: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """One scenario and seed under one contest policy, in kubernetes mode by requests: its entry, and the
     scenario's lower bound for that seed."""
@@ -84,11 +91,10 @@ def run_policy_on(
     name: str, seed: int, policy: str, options: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """:func:`run_one` for any policy entry, with ``options`` over the scenario's own for it."""
-    scenario = load_scenario(ROOT / "scenarios" / f"{name}.yaml").with_concurrency("requests")
+    scenario, data_nodes = contest_scenario(name)
     if options:
         merged = {**(scenario.options_for(policy) or {}), **options}
         scenario = scenario.model_copy(update={"policy_options": {**scenario.policy_options, policy: merged}})
-    data_nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
     started = time.monotonic()
     jobs = build_jobs(scenario, data_nodes, seed)
     sim = build_simulation(scenario, policy, seed, jobs, mode="kubernetes")
@@ -144,8 +150,7 @@ def explain_one(name: str, seed: int = 1) -> dict[str, Any]:
     map time (what contention made of the maps: the lower bound assumes none), how many maps ran at once on
     average (their summed times over the makespan), the mean gap between a job's first and second map, and who
     chose the maps (:data:`SOURCES`)."""
-    scenario = load_scenario(ROOT / "scenarios" / f"{name}.yaml").with_concurrency("requests")
-    data_nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
+    scenario, data_nodes = contest_scenario(name)
     out: dict[str, Any] = {"scenario": name, "seed": seed}
     for policy in ("kube-default", RECOMMENDED):
         jobs = build_jobs(scenario, data_nodes, seed)
@@ -176,18 +181,24 @@ def seeds_of(name: str, seeds: list[int]) -> list[int]:
 
 
 def sweep(
-    names: list[str], seeds: list[int], raw: Path, jobs: int, fresh: bool, only: list[str] | None = None
+    names: list[str],
+    seeds: list[int],
+    raw: Path,
+    jobs: int,
+    fresh: bool,
+    only: list[str] | None = None,
+    policies: Callable[[Scenario], list[str]] = policies_for,
 ) -> None:
-    """Every (scenario, seed, policy) the cache lacks, ``jobs`` at a time; ``fresh`` re-runs what it holds, of
-    every policy or of ``only`` (their entries replaced, the others' kept)."""
+    """Every (scenario, seed, policy) the cache lacks, ``jobs`` at a time, for the ``policies`` of each scenario;
+    ``fresh`` re-runs what it holds, of every policy or of ``only`` (their entries replaced, the others' kept)."""
     raw.mkdir(parents=True, exist_ok=True)
+    orders = {n: policies(load_scenario(ROOT / "scenarios" / f"{n}.yaml")) for n in names}
     todo = []
     for n in names:
-        wanted = policies_for(load_scenario(ROOT / "scenarios" / f"{n}.yaml"))
         for s in seeds_of(n, seeds):
             path = raw / f"{n}-s{s}.json"
             held = json.loads(path.read_text())["policies"] if path.exists() else {}
-            todo += [(n, s, p) for p in wanted if p not in held or (fresh and (only is None or p in only))]
+            todo += [(n, s, p) for p in orders[n] if p not in held or (fresh and (only is None or p in only))]
     todo.sort(key=lambda run: run[0] != "swim-day-100-nodes")  # the longest first: the pool ends sooner
     print(f"{len(todo)} runs of (scenario, seed, policy) to do, {jobs} at a time", flush=True)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -201,8 +212,7 @@ def sweep(
             )
             held["lower_bound"] = bound
             held["policies"][p] = entry
-            order = policies_for(load_scenario(ROOT / "scenarios" / f"{n}.yaml"))
-            held["policies"] = {q: held["policies"][q] for q in order if q in held["policies"]}
+            held["policies"] = {q: held["policies"][q] for q in orders[n] if q in held["policies"]}
             path.write_text(json.dumps(held, indent=1) + "\n")
             print(f"{n} seed {s} {p}: {entry.get('wall_s', 0.0):.0f} s", flush=True)
 

@@ -17,13 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from kubernetes_contest import EXPERIMENTS, RECOMMENDED, SCENARIOS, run_policy_on
+from kubernetes_contest import EXPERIMENTS, RECOMMENDED, SCENARIOS, collect, sweep
 
 ROOT = Path(__file__).resolve().parent
 #: Scenarios with mixed jobs outside the contest, none of them run when the rule was chosen: Table 4.3's other
@@ -44,15 +42,6 @@ RULE = f"{RECOMMENDED}:shortest-first"
 POLICIES = ("kube-default", RECOMMENDED, RULE)
 
 
-def run_seed(name: str, seed: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"scenario": name, "seed": seed, "policies": {}}
-    for policy in POLICIES:
-        entry, bound = run_policy_on(name, seed, policy, EXPERIMENTS.get(policy))
-        out["policies"][policy] = entry
-        out["lower_bound"] = bound
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "kubernetes-heldout.md")
@@ -61,53 +50,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
-    args.raw.mkdir(parents=True, exist_ok=True)
-    todo = [(n, s) for n in HELD_OUT for s in seeds if not (args.raw / f"{n}-s{s}.json").exists()]
-    print(f"{len(todo)} runs of (scenario, seed) to do, {args.jobs} at a time", flush=True)
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(run_seed, n, s): (n, s) for n, s in todo}
-        for future in as_completed(futures):
-            n, s = futures[future]
-            (args.raw / f"{n}-s{s}.json").write_text(json.dumps(future.result(), indent=1) + "\n")
-            print(f"{n} seed {s}: done", flush=True)
-    args.out.write_text(report(args.raw, seeds))
+    sweep(HELD_OUT, seeds, args.raw, args.jobs, fresh=False, policies=lambda _: list(POLICIES))
+    args.out.write_text(report(collect(HELD_OUT, seeds, args.raw)))
     print(f"wrote {args.out}")
     return 0
 
 
-def report(raw: Path, seeds: list[int]) -> str:
+def report(table: dict[str, dict[str, Any]]) -> str:
     rows, wins, wins_without, better, worse = [], 0, 0, 0, 0
-    for name in HELD_OUT:
-        runs = [json.loads(p.read_text()) for s in seeds if (p := raw / f"{name}-s{s}.json").exists()]
-        if not runs:
-            continue
-        mean = {
-            policy: {
-                key: statistics.fmean(r["policies"][policy][key] for r in runs)
-                for key in ("makespan_s", "mean_job_time_s")
-            }
-            for policy in POLICIES
-            if all("error" not in r["policies"][policy] for r in runs)
-        }
-        bound = statistics.fmean(r["lower_bound"]["makespan_s"] for r in runs)
-        kube = mean["kube-default"]
-        cells = []
-        for policy in POLICIES[1:]:
-            if policy not in mean:
-                cells.append("error")
-                continue
-            m = mean[policy]
-            cells.append(
-                f"{m['makespan_s'] / kube['makespan_s']:.2f} / {m['makespan_s'] / bound:.2f} / "
-                f"{m['mean_job_time_s'] / kube['mean_job_time_s']:.2f}"
-            )
+    for name, row in table.items():
+        mean = {p: v for p, v in row["policies"].items() if "error" not in v}
+        bound, kube = row["lower_bound_s"], mean["kube-default"]
+        cells = [
+            f"{mean[p]['makespan_s'] / kube['makespan_s']:.2f} / {mean[p]['makespan_s'] / bound:.2f} / "
+            f"{mean[p]['mean_job_time_s'] / kube['mean_job_time_s']:.2f}"
+            if p in mean
+            else "error"
+            for p in POLICIES[1:]
+        ]
         if RULE in mean and RECOMMENDED in mean:
             ratio = mean[RULE]["mean_job_time_s"] / mean[RECOMMENDED]["mean_job_time_s"]
             better, worse = better + (ratio < 0.995), worse + (ratio > 1.005)
         wins += RULE in mean and mean[RULE]["mean_job_time_s"] < kube["mean_job_time_s"]
         wins_without += RECOMMENDED in mean and mean[RECOMMENDED]["mean_job_time_s"] < kube["mean_job_time_s"]
         rows.append(
-            f"| {name} | {len(runs)} | {kube['makespan_s']:.0f} / {kube['mean_job_time_s']:.0f} | "
+            f"| {name} | {len(row['seeds'])} | {kube['makespan_s']:.0f} / {kube['mean_job_time_s']:.0f} | "
             + " | ".join(cells)
             + " |"
         )
