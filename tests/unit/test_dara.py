@@ -9,7 +9,17 @@ import itertools
 import numpy as np
 import pytest
 
-from mrsched.core.model import UNCAPPED, ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
+from mrsched.core.model import (
+    UNCAPPED,
+    ClusterSnapshot,
+    Explanation,
+    Job,
+    Node,
+    Placement,
+    Resources,
+    Task,
+    TaskOutcome,
+)
 from mrsched.policies.dara import (
     OFFLINE_ALPHAS,
     Dara,
@@ -525,3 +535,99 @@ def test_by_default_the_mix_is_over_every_job_as_the_thesis() -> None:
     big, small = make_job("A", 30), make_job("B", 5, submit=1.0)
     snapshot = ClusterSnapshot(1.0, {"n0": by_requests_node()}, {"n0": []}, [big, small])
     assert set(run_rounds(policy, snapshot)) == {"A", "B"}
+
+
+# --- a measured application's θ and λ serve its later jobs ----------------------------------------------
+
+
+def test_an_adopted_lambda_survives_a_refit_before_its_job_has_run_a_map() -> None:
+    # A job of a saved application starts from its θ and λ (no profiling map). A refit made before that job
+    # has any observation of its own must keep its λ: dropped, the job would get x* = 0 and wait for ever
+    # beside the other jobs (it has a profile, so no profiling map either).
+    saved = fitted_dara()
+    saved._apps = {"A": "appA"}
+    policy = Dara(DaraConfig.model_validate({"alphas": {"k": [ALPHA_C, ALPHA_D]}}))
+    policy.load_state(saved.state())
+    other = make_job("B", 30)
+    policy.profiles["B"] = Profile(0.0, 1.0, 280.0)
+    policy._first["B"] = Observation("B", "k", 11.0, {"B": 1.0})
+    policy.observations.extend([policy._first["B"], Observation("B", "k", 12.0, {"B": 2.0})])
+    job = Job("J", "appA", 0.0, [Task("J", "map", i, 64.0, ()) for i in range(30)], [])
+    snapshot = ClusterSnapshot(0.0, {"n0": make_node()}, {"n0": []}, [job, other])
+    policy._sync(snapshot)
+    assert policy.fit.lam["J"] == 12.0
+    policy.refit()
+    assert policy.fit.lam["J"] == 12.0
+    policy.compute_optimal(snapshot.nodes, list(policy._members))
+    assert policy.optimal["n0"]["J"] > 0
+
+
+def app_job(job_id: str, app: str, maps: int, submit: float = 0.0, cpu: float = 1.0) -> Job:
+    return Job(
+        job_id,
+        app,
+        submit,
+        [Task(job_id, "map", i, 64.0, ()) for i in range(maps)],
+        [],
+        map_request=Resources(cpu, 1024.0),
+    )
+
+
+def profile_first_map(policy: Dara, node: Node, job: Job) -> ClusterSnapshot:
+    """``job`` alone: its profiling map runs 0-4 s (3 CPU-s) and the next refit measures its λ."""
+    policy.on_job_submitted(job, 0.0)
+    snapshot = ClusterSnapshot(0.0, {node.name: node}, {node.name: []}, [job])
+    (profiling,) = policy.assign(snapshot, node.name)
+    assert profiling.explanation.reason.startswith(f"profiling map of {job.id}")
+    attempt = snapshot.running[node.name].pop()
+    attempt.task.running, attempt.task.done = False, True
+    job.running_maps -= 1
+    job.finished_maps += 1
+    snapshot.now = 4.0
+    snapshot.touch()
+    policy.on_task_finished(TaskOutcome(attempt.task, node.name, 0.0, 4.0, True, cpu_s=3.0))
+    policy.refit()
+    assert job.id in policy.fit.lam
+    return snapshot
+
+
+def test_by_requests_a_later_job_of_a_measured_application_needs_no_profiling_map() -> None:
+    # Kubernetes [ours, issue 21]: pi-2 starts from pi-1's θ and λ and joins x* at once.
+    policy = Dara(DaraConfig.model_validate({"alphas": {"k": [ALPHA_C, ALPHA_D]}, "assignMultiple": True}))
+    first = app_job("pi-1", "pi", 2)
+    snapshot = profile_first_map(policy, by_requests_node(8), first)
+    later = app_job("pi-2", "pi", 20, submit=4.0)
+    policy.on_job_submitted(later, 4.0)
+    snapshot.jobs.append(later)
+    snapshot.touch(jobs_changed=True)
+    placements = policy.assign(snapshot, "n0")
+    assert policy.profiles["pi-2"] == policy.profiles["pi-1"]
+    assert policy.fit.lam["pi-2"] == policy.fit.lam["pi-1"]
+    assert not any("profiling" in p.explanation.reason for p in placements)
+    assert [p.task.job_id for p in placements].count("pi-2") == policy.optimal["n0"]["pi-2"] > 1
+
+
+def test_with_slots_each_job_is_profiled_as_the_thesis() -> None:
+    # Slot mode reproduces the thesis: every job (a YARN application) has its own profiling map (Alg 4.3.1).
+    policy = Dara(DaraConfig.model_validate({"alphas": {"k": [ALPHA_C, ALPHA_D]}, "assignMultiple": True}))
+    first = app_job("pi-1", "pi", 2)
+    snapshot = profile_first_map(policy, make_node(), first)
+    later = app_job("pi-2", "pi", 20, submit=4.0)
+    policy.on_job_submitted(later, 4.0)
+    snapshot.jobs.append(later)
+    snapshot.touch(jobs_changed=True)
+    placements = policy.assign(snapshot, "n0")
+    assert "pi-2" not in policy.profiles
+    of_later = [p for p in placements if p.task.job_id == "pi-2"]
+    assert len(of_later) == 1 and of_later[0].explanation.reason.startswith("profiling map of pi-2")
+
+
+def test_the_mix_keeps_to_the_cores_by_each_jobs_own_cpu_request() -> None:
+    # Job ids are not application names (on Kubernetes a job is its resource's name): the mix must read the
+    # CPU request of the job's application, 2 cores here, so 4 cores take 2 of its maps, not 4.
+    policy = fitted_dara(assignMultiple=True)
+    job = app_job("A", "wide", 30, cpu=2.0)
+    policy.on_job_submitted(job, 0.0)
+    snapshot = ClusterSnapshot(0.0, {"n0": by_requests_node(4)}, {"n0": []}, [job])
+    assert run_rounds(policy, snapshot) == ["A", "A"]
+    assert policy.optimal["n0"] == {"A": 2}

@@ -37,7 +37,7 @@ Everything else (profiling map, λ_j, dispatch toward x* with Alg 4.3.3/4.3.4, r
 
 **On Kubernetes** [ours, issue 21]: as DARA's, the mix chosen under the belief keeps to the node's
 cores by each application's CPU request as well as to its memory (``feasible_vectors``): a degraded node's
-belief lowers its mix below what its requests allow. ``shortestFirst`` is DARA's (:meth:`Dara._window`).
+belief lowers its mix below what its requests allow. ``shortestFirst`` and ``reuseProfiles`` are DARA's.
 """
 
 from __future__ import annotations
