@@ -17,7 +17,7 @@ from mrsched.policies import make_policy
 from mrsched.policies.kube_default import KubeDefault
 from mrsched.simulator.engine import Simulation
 from mrsched.simulator.run import run_scenario
-from mrsched.simulator.scenario import Scenario, load_scenario
+from mrsched.simulator.scenario import Scenario, ScenarioError, load_scenario
 from mrsched.simulator.workload import build_jobs
 
 BASE: dict[str, Any] = {
@@ -384,3 +384,51 @@ def test_fifo_is_idle_only_when_no_node_could_get_a_task(tmp_path: Path) -> None
     result = sim.run(until_s=100_000)
     assert all(r.finish_s is not None and not r.failed for r in result.jobs)
     assert answers[True] > 0 and answers[False] > 0
+
+
+# --- node classes a scenario defines itself (issue 22) ---------------------------------------------------
+
+REFERENCE_CLASS = {
+    "cores": 4,
+    "memoryMiB": 4096,
+    "physics": {"cpuRate": 1.0, "diskRate": 1.0, "overheadS": 0.0, "noiseSigma": 0.0},
+    "sources": {"cores": "assumption: the trace's reference node (test)"},
+}
+
+
+def test_a_scenario_defined_node_class_replays_a_traces_container_times_exactly(tmp_path: Path) -> None:
+    # An SLS trace's container durations are times on its reference node: on an inline class of speed 1, with
+    # no start-up and no noise, a map the trace says ran 20 s runs 20 s (replayMeasuredTime), which no catalog
+    # class gives (each has its start-up and noise).
+    (tmp_path / "t.json").write_text(
+        '{"job.start.ms": 0, "job.end.ms": 1, "job.id": "j", "job.tasks": ['
+        '{"count": 3, "container.duration.ms": 20000, "container.type": "map"},'
+        '{"container.duration.ms": 5000, "container.type": "reduce"}]}'
+    )
+    sc = scenario(
+        tmp_path,
+        cluster={
+            "nodes": [{"class": "trace-reference", "count": 2, "rack": "r1"}],
+            "nodeClasses": {"trace-reference": REFERENCE_CLASS},
+            "mapSlots": 4,
+            "reduceSlots": 1,
+            "physics": {"replayMeasuredTime": True},
+        },
+        workload={"trace": {"format": "sls", "path": "t.json"}},
+    )
+    (group,) = sc.cluster.nodes
+    assert group.resolve().cores == 4 and group.resolve().name == "trace-reference"
+    assert [n.name for n in expand_layout(sc.cluster.nodes)] == ["trace-reference-0", "trace-reference-1"]
+    _, _, result = simulate(sc, "fifo")
+    times = [t for per_class in result.map_times.values() for ts in per_class.values() for t in ts]
+    assert times == pytest.approx([20.0, 20.0, 20.0])
+
+
+def test_a_scenario_node_class_may_not_shadow_the_catalogs(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match="nodeClasses defines gupta-old, which the catalog already has"):
+        scenario(
+            tmp_path,
+            cluster={"nodes": [{"class": "gupta-old"}], "nodeClasses": {"gupta-old": REFERENCE_CLASS}},
+        )
+    with pytest.raises(ScenarioError, match="unknown node class 'nowhere'"):
+        scenario(tmp_path, cluster={"nodes": [{"class": "nowhere"}], "nodeClasses": {"ref": REFERENCE_CLASS}})

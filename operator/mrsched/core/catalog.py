@@ -174,6 +174,12 @@ class NodeGroup(_Strict):
     #: The group's nodes hold input data (HDFS DataNodes); false for compute-only nodes (seed 003's Set B:
     #: 8 nodes added without data). The simulator places input replicas only on nodes that store data.
     stores_data: bool = Field(True, alias="storesData")
+    #: The class itself when a scenario defines it inline (``cluster.nodeClasses``), else None: the catalog's.
+    defined: NodeClass | None = Field(None, exclude=True)
+
+    def resolve(self) -> NodeClass:
+        """The group's node class: the scenario's own definition, else the catalog's entry of that name."""
+        return self.defined if self.defined is not None else node_class(self.node_class)
 
 
 class ClusterLayout(_Strict):
@@ -196,7 +202,7 @@ def expand_layout(groups: list[NodeGroup], prefix: str = "") -> list[LayoutNode]
     nodes: list[LayoutNode] = []
     counters: dict[str, int] = {}
     for group in groups:
-        cls = node_class(group.node_class)
+        cls = group.resolve()
         stem = group.name_prefix or f"{prefix}{cls.name}-"
         for _ in range(group.count):
             index = counters.get(stem, 0)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mrsched.core.catalog import application, node_class
+from mrsched.core.catalog import application
 from mrsched.core.provenance import target_fitted
 from mrsched.simulator.scenario import Scenario, ScenarioError, load_scenario
 
@@ -39,8 +39,9 @@ def target_fitted_constants(scenario: Scenario) -> dict[str, str]:
         f"{_SCENARIO}{scenario.name}: {path}": src for path, src in target_fitted(scenario.sources).items()
     }
     clusters = [scenario.cluster, *(scenario.cluster_for(label) for label in scenario.cluster_overrides)]
-    for name in _unique([group.node_class for cluster in clusters for group in cluster.nodes]):
-        for path, src in target_fitted(node_class(name).sources).items():
+    classes = {group.node_class: group for cluster in clusters for group in cluster.nodes}
+    for name, group in classes.items():
+        for path, src in target_fitted(group.resolve().sources).items():
             out[f"node class {name}: {path}"] = src
     apps = [job.app for job in scenario.workload.jobs]
     if scenario.workload.trace is not None:

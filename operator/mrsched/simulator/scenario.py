@@ -36,7 +36,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mrsched.core.catalog import CatalogError, NodeGroup, application, node_class
+from mrsched.core.catalog import CatalogError, NodeClass, NodeGroup, application, node_classes
 from mrsched.core.model import UNCAPPED
 
 
@@ -259,6 +259,10 @@ class ClusterSpec(_Strict):
     physics: PhysicsOptions = Field(default_factory=lambda: PhysicsOptions())
     stragglers: StragglerSpec = Field(default_factory=lambda: StragglerSpec())
     speculation: SpeculationSpec = Field(default_factory=lambda: SpeculationSpec())
+    #: Node classes the scenario defines itself, by name (the catalog's NodeClass fields: ``cores``,
+    #: ``memoryMiB``, ``physics``, ``sources``), for nodes no catalog class describes: e.g. a trace's reference
+    #: node, on which its container times replay exactly. A name may not shadow a catalog class.
+    node_classes: dict[str, NodeClass] = Field(default_factory=dict, alias="nodeClasses")
 
     def slots(self, node_class: str) -> tuple[int, int]:
         """(map, reduce) slots of a node of ``node_class``; by requests, uncapped (its allocatable binds)."""
@@ -266,6 +270,31 @@ class ClusterSpec(_Strict):
             return UNCAPPED, UNCAPPED
         found = self.slots_by_class.get(node_class)
         return (found.map, found.reduce) if found else (self.map_slots, self.reduce_slots)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _define_inline_classes(cls, data: Any) -> Any:
+        """Give each node group of a class the scenario defines its definition (NodeGroup.defined)."""
+        if (
+            not isinstance(data, dict)
+            or not data.get("nodeClasses")
+            or not isinstance(data.get("nodes"), list)
+        ):
+            return data
+        defined = data["nodeClasses"]
+        if not isinstance(defined, dict):
+            return data
+        shadowing = sorted(set(defined) & set(node_classes()))
+        if shadowing:
+            raise ValueError(f"nodeClasses defines {', '.join(shadowing)}, which the catalog already has")
+        classes = {name: NodeClass.model_validate({**spec, "name": name}) for name, spec in defined.items()}
+        nodes = [
+            {**group, "defined": classes[group["class"]]}
+            if isinstance(group, dict) and group.get("class") in classes
+            else group
+            for group in data["nodes"]
+        ]
+        return {**data, "nodeClasses": classes, "nodes": nodes}
 
     @model_validator(mode="after")
     def _classes_present(self) -> ClusterSpec:
@@ -402,7 +431,7 @@ def load_scenario(path: Path | str) -> Scenario:
         data = yaml.safe_load(path.read_text())
         scenario = Scenario.model_validate({**data, "base_dir": path.parent})
         for group in scenario.cluster.nodes:
-            node_class(group.node_class)
+            group.resolve()
         for job in scenario.workload.jobs:
             application(job.app)
         for label in scenario.cluster_overrides:
