@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-dara-alpha bench-workers bench-operator bench-live calibrate cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-workers bench-operator bench-live calibrate cluster-up cluster-down lock clean manifests
 
 all: test
 
@@ -81,6 +81,9 @@ bench-kubernetes: venv  ## the Kubernetes-mode contest (concurrency by requests,
 
 bench-kubernetes-heldout: venv  ## the contest's job rule on the scenarios it was not chosen on, into bench/results/kubernetes-heldout.md
 	$(PY) bench/kubernetes_heldout.py --out bench/results/kubernetes-heldout.md
+
+bench-sls: venv  ## our simulator against Apache Hadoop SLS 3.3.5 (real YARN Fair and Capacity) on bench/peers/sls/traces, job by job, into bench/results/sls/ (SLS runs in wall time: about 25 minutes uncached)
+	$(PY) bench/peers/sls/compare.py
 
 bench-physics: venv  ## each measured-physics switch (cluster.physics) alone and all together, both modes
 	$(PY) bench/physics_switches.py --out bench/results/physics-switches.md
