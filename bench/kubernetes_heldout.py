@@ -48,9 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--raw", type=Path, default=ROOT / "results" / "kubernetes-heldout")
     parser.add_argument("--seeds", default="1,2,3,4,5")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--fresh", action="store_true", help="re-run what the cache holds")
+    parser.add_argument("--policies", help="with --fresh: re-run only these (comma-separated)")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
-    sweep(HELD_OUT, seeds, args.raw, args.jobs, fresh=False, policies=lambda _: list(POLICIES))
+    only = args.policies.split(",") if args.policies else None
+    sweep(HELD_OUT, seeds, args.raw, args.jobs, args.fresh, only, policies=lambda _: list(POLICIES))
     args.out.write_text(report(collect(HELD_OUT, seeds, args.raw)))
     print(f"wrote {args.out}")
     return 0
