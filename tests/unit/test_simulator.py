@@ -430,5 +430,9 @@ def test_a_scenario_node_class_may_not_shadow_the_catalogs(tmp_path: Path) -> No
             tmp_path,
             cluster={"nodes": [{"class": "gupta-old"}], "nodeClasses": {"gupta-old": REFERENCE_CLASS}},
         )
+    with pytest.raises(ScenarioError, match="nodeClasses: ref must each be a mapping"):
+        scenario(tmp_path, cluster={"nodes": [{"class": "ref"}], "nodeClasses": {"ref": [4, 4096]}})
+    with pytest.raises(ScenarioError, match="cores"):
+        scenario(tmp_path, cluster={"nodes": [{"class": "ref"}], "nodeClasses": {"ref": {"memoryMiB": 4096}}})
     with pytest.raises(ScenarioError, match="unknown node class 'nowhere'"):
         scenario(tmp_path, cluster={"nodes": [{"class": "nowhere"}], "nodeClasses": {"ref": REFERENCE_CLASS}})

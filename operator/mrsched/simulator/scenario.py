@@ -287,7 +287,17 @@ class ClusterSpec(_Strict):
         shadowing = sorted(set(defined) & set(node_classes()))
         if shadowing:
             raise ValueError(f"nodeClasses defines {', '.join(shadowing)}, which the catalog already has")
-        classes = {name: NodeClass.model_validate({**spec, "name": name}) for name, spec in defined.items()}
+        malformed = sorted(
+            str(name) for name, spec in defined.items() if not isinstance(spec, dict | NodeClass)
+        )
+        if malformed:
+            raise ValueError(
+                f"nodeClasses: {', '.join(malformed)} must each be a mapping of NodeClass fields"
+            )
+        classes = {
+            name: spec if isinstance(spec, NodeClass) else NodeClass.model_validate({**spec, "name": name})
+            for name, spec in defined.items()
+        }
         nodes = [
             {**group, "defined": classes[group["class"]]}
             if isinstance(group, dict) and group.get("class") in classes
