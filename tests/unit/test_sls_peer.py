@@ -111,6 +111,12 @@ def test_bad_cluster_input_is_a_clear_error() -> None:
         peer.Cluster.from_json(
             {"nodes": [{"name": "n", "memoryMB": 1, "vcores": 1}], "queues": [{"name": "a", "weight": "x"}]}
         )
+    with pytest.raises(peer.PeerError, match="'vcores' is missing"):
+        peer.Cluster.from_json({"nodes": [{"name": "n", "memoryMB": 1}], "queues": [{"name": "a"}]})
+    with pytest.raises(peer.PeerError, match="malformed"):
+        peer.Cluster.from_json(
+            {"nodes": [{"name": "n", "memoryMB": "lots", "vcores": 1}], "queues": [{"name": "a"}]}
+        )
     with pytest.raises(peer.PeerError, match="scheduler must be one of"):
         peer.config_files(
             peer.Cluster.from_json(json.loads((FIXTURES / "four-jobs-cluster.json").read_text())), "fifo"

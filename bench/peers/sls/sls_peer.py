@@ -118,21 +118,30 @@ class Cluster:
             raise PeerError("the cluster needs a non-empty list of nodes")
         if not isinstance(queues_raw, list) or not queues_raw:
             raise PeerError("the cluster needs a non-empty list of queues")
-        nodes = [
-            NodeSpec(str(n["name"]), str(n.get("rack", "default-rack")), int(n["memoryMB"]), int(n["vcores"]))
-            for n in nodes_raw
-        ]
-        queues = [
-            QueueSpec(
-                str(q["name"]),
-                weight=num(q, "weight", 1.0),
-                capacity=float(q["capacity"]) if "capacity" in q else None,
-                max_capacity=num(q, "maxCapacity", 100.0),
-                user_limit_factor=num(q, "userLimitFactor", 1.0),
-                max_am_share=num(q, "maxAMShare", 0.5),
-            )
-            for q in queues_raw
-        ]
+        try:
+            nodes = [
+                NodeSpec(
+                    str(n["name"]), str(n.get("rack", "default-rack")), int(n["memoryMB"]), int(n["vcores"])
+                )
+                for n in nodes_raw
+            ]
+            queues = [
+                QueueSpec(
+                    str(q["name"]),
+                    weight=num(q, "weight", 1.0),
+                    capacity=num(q, "capacity", 0.0) if "capacity" in q else None,
+                    max_capacity=num(q, "maxCapacity", 100.0),
+                    user_limit_factor=num(q, "userLimitFactor", 1.0),
+                    max_am_share=num(q, "maxAMShare", 0.5),
+                )
+                for q in queues_raw
+            ]
+        except KeyError as missing:
+            raise PeerError(
+                f"every node needs name, memoryMB and vcores, every queue a name: {missing} is missing"
+            ) from None
+        except (TypeError, ValueError) as bad:
+            raise PeerError(f"a node or queue of the cluster is malformed: {bad}") from None
         return cls(
             nodes,
             queues,
