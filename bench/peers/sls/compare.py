@@ -108,11 +108,16 @@ def ours(trace: str, scheduler: str, cluster: sls_peer.Cluster) -> tuple[dict[st
         _, results = run_scenario(scenario, [scheduler], [1])
         wall = time.monotonic() - began
     result = results[scheduler]
+    unfinished = [r.id for r in result.jobs if r.failed or r.finish_s is None]
+    if unfinished:
+        raise RuntimeError(
+            f"our simulator did not finish {len(unfinished)} jobs of {trace}: {unfinished[:5]}"
+        )
     return {
         r.id.removeprefix(TRACE_PREFIX): {
             "submit_s": r.submit_s,
-            "finish_s": r.finish_s or 0.0,
-            "completion_s": (r.finish_s or 0.0) - r.submit_s,
+            "finish_s": float(r.finish_s or 0.0),
+            "completion_s": float(r.finish_s or 0.0) - r.submit_s,
         }
         for r in result.jobs
     }, wall
@@ -124,26 +129,7 @@ def sls(trace: str, scheduler: str, cluster: sls_peer.Cluster, fresh: bool) -> d
         out = Path(tempfile.mkdtemp(prefix=f"sls-{trace}-{scheduler}-"))
         jobs, wall = sls_peer.run(TRACES / f"{trace}.json", cluster, scheduler, out, timeout_s=1800)
         cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_text(
-            json.dumps(
-                {
-                    "scheduler": scheduler,
-                    "slsVersion": sls_peer.VERSION,
-                    "wallS": round(wall, 1),
-                    "jobs": [
-                        {
-                            "id": j.job_id,
-                            "startMS": j.start_ms,
-                            "endMS": j.end_ms,
-                            "completionS": j.completion_s,
-                        }
-                        for j in jobs
-                    ],
-                },
-                indent=1,
-            )
-            + "\n"
-        )
+        cached.write_text(json.dumps(sls_peer.result_json(scheduler, jobs, wall), indent=1) + "\n")
     return json.loads(cached.read_text())
 
 

@@ -409,6 +409,19 @@ def run(
     return parse_jobruntime(csv_path.read_text(), trace_keys(trace.read_text())), wall
 
 
+def result_json(scheduler: str, jobs: list[SlsJob], wall_s: float) -> dict[str, object]:
+    """What the harness keeps of a run (``jobs.json``): per trace job, SLS's start, end and completion time."""
+    return {
+        "scheduler": scheduler,
+        "slsVersion": VERSION,
+        "wallS": round(wall_s, 1),
+        "jobs": [
+            {"id": j.job_id, "startMS": j.start_ms, "endMS": j.end_ms, "completionS": j.completion_s}
+            for j in jobs
+        ],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", type=Path, required=True)
@@ -419,15 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cluster = Cluster.from_json(json.loads(args.cluster.read_text()))
     jobs, wall = run(args.trace, cluster, args.scheduler, args.out, args.timeout)
-    result = {
-        "scheduler": args.scheduler,
-        "slsVersion": VERSION,
-        "wallS": round(wall, 1),
-        "jobs": [
-            {"id": j.job_id, "startMS": j.start_ms, "endMS": j.end_ms, "completionS": j.completion_s}
-            for j in jobs
-        ],
-    }
+    result = result_json(args.scheduler, jobs, wall)
     (args.out / "jobs.json").write_text(json.dumps(result, indent=1) + "\n")
     print(f"SLS {args.scheduler}: {len(jobs)} jobs in {wall:.0f} s of wall time -> {args.out / 'jobs.json'}")
     return 0
