@@ -7,9 +7,10 @@ scheduler on an SLS trace, and read each job's completion time back.
 from it (the node file, sls-runner.xml, yarn-site.xml, fair-scheduler.xml with its allocation file, or
 capacity-scheduler.xml), runs ``SLSRunner`` under ``timeout`` with a lock (SLS binds fixed ports), and writes
 ``DIR/jobs.json``: per trace job, SLS's start and end (ms from the run's first job start) and its completion
-time. What was learned running SLS here (versions, flags, traps) is in ../shared/notes/sls-recipes.md; the
-scheduler semantics are the real ones (hadoop-yarn-server-resourcemanager's FairScheduler and
-CapacityScheduler, wrapped by SLS).
+time. Traps met running SLS here: Java 17 needs the ``--add-opens`` of :data:`OPENS`, or SLS hangs; the
+scheduler's settings go in sls-runner.xml; ``yarn.sls.metrics.switch`` must be ON for jobruntime.csv; a job
+it cannot parse makes it wait for ever (hence the timeout). The scheduler semantics are the real ones
+(hadoop-yarn-server-resourcemanager's FairScheduler and CapacityScheduler, wrapped by SLS).
 
 SLS runs in wall-clock time (no speed-up exists): a trace's span plus a few seconds.
 """
