@@ -29,7 +29,7 @@ def _module() -> ModuleType:
 
 
 peer = _module()
-TRACE = (FIXTURES / "four-jobs-trace.json").read_text()
+TRACE = FIXTURES / "four-jobs-trace.json"
 CSV = (FIXTURES / "four-jobs-fair-jobruntime.csv").read_text()
 
 
@@ -56,12 +56,16 @@ def test_a_row_that_matches_no_trace_job_is_an_error() -> None:
         peer.parse_jobruntime(other, peer.trace_keys(TRACE))
 
 
-def test_trace_jobs_sharing_a_start_and_end_cannot_be_told_apart() -> None:
+def test_trace_jobs_sharing_a_start_and_end_cannot_be_told_apart(tmp_path: Path) -> None:
     job = {"job.start.ms": 0, "job.end.ms": 10, "job.tasks": [{"container.duration.ms": 5}]}
-    twice = json.dumps({**job, "job.id": "a"}) + "\n" + json.dumps({**job, "job.id": "b"})
+    twice = tmp_path / "twice.json"
+    twice.write_text(json.dumps({**job, "job.id": "a"}) + "\n" + json.dumps({**job, "job.id": "b"}))
     with pytest.raises(peer.PeerError, match=r"share job\.start\.ms/job\.end\.ms"):
         peer.trace_keys(twice)
-    header = json.dumps({"num.nodes": 1, "num.racks": 1}) + "\n" + json.dumps({**job, "job.id": "a"})
+    header = tmp_path / "header.json"
+    header.write_text(
+        json.dumps({"num.nodes": 1, "num.racks": 1}) + "\n" + json.dumps({**job, "job.id": "a"})
+    )
     assert peer.trace_keys(header) == {(0, 10): "a"}
 
 

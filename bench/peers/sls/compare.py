@@ -37,6 +37,7 @@ import sls_peer  # noqa: E402
 
 from mrsched.simulator.run import run_scenario  # noqa: E402
 from mrsched.simulator.scenario import load_scenario  # noqa: E402
+from mrsched.simulator.traces import read_sls  # noqa: E402
 
 TRACES = HERE / "traces"
 TRACE_PREFIX = "trace-"  # what our workload puts before a trace job's id (mrsched.simulator.workload)
@@ -134,15 +135,8 @@ def sls(trace: str, scheduler: str, cluster: sls_peer.Cluster, fresh: bool) -> d
 
 
 def queues_of(trace: str) -> dict[str, str]:
-    text = (TRACES / f"{trace}.json").read_text()
-    decoder, at, out = json.JSONDecoder(), 0, {}
-    while at < len(text.strip()):
-        job, at = decoder.raw_decode(text, at)
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if "job.tasks" in job:
-            out[str(job["job.id"])] = str(job.get("job.queue.name", "default"))
-    return out
+    """Each trace job's queue, as our simulator reads the trace."""
+    return {job.id: job.queue for job in read_sls(TRACES / f"{trace}.json")}
 
 
 def agreement(

@@ -32,13 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from mrsched.simulator.traces.jsonrecords import read_records
+
 HERE = Path(__file__).resolve().parent
 VERSION = "3.3.5"
 CACHE = Path(os.environ.get("MRSCHED_CACHE", Path.home() / ".cache" / "mrsched")) / f"sls-{VERSION}"
 LIB = CACHE / "lib"
 LOCK = CACHE / "run.lock"
 #: Java 17 closes these packages; SLS's RM web app (Guice, cglib) and Hadoop's reflection need them open,
-#: without which SLS hangs (sls-recipes.md).
+#: without which SLS hangs.
 OPENS = [
     "java.base/java.lang",
     "java.base/java.lang.reflect",
@@ -283,24 +285,20 @@ class SlsJob:
         return (self.end_ms - self.start_ms) / 1000.0
 
 
-def trace_keys(trace_text: str) -> dict[tuple[int, int], str]:
-    """(job.start.ms, job.end.ms) -> job.id for every job of an SLS trace (concatenated JSON objects). SLS
-    copies the pair back into jobruntime.csv as real_start_time, real_end_time: the only link from its YARN
-    application ids to the trace's jobs, so the pairs must be unique."""
-    decoder = json.JSONDecoder()
+def trace_keys(trace: Path) -> dict[tuple[int, int], str]:
+    """(job.start.ms, job.end.ms) -> job.id for every job of an SLS trace (read by the simulator's own reader
+    of concatenated JSON objects). SLS copies the pair back into jobruntime.csv as real_start_time,
+    real_end_time: the only link from its YARN application ids to the trace's jobs, so the pairs must be
+    unique."""
     keys: dict[tuple[int, int], str] = {}
-    at = 0
-    text = trace_text.strip()
-    while at < len(text):
-        job, at = decoder.raw_decode(text, at)
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if "job.tasks" not in job:
+    for job in read_records(trace):
+        if not job.has("job.tasks"):
             continue  # a cluster header such as {"num.nodes": ..}
-        pair = (int(job["job.start.ms"]), int(job.get("job.end.ms", -1)))
+        pair = (job.integer("job.start.ms"), job.integer("job.end.ms", -1))
+        name = job.text("job.id", str(len(keys)))
         if pair in keys:
-            raise PeerError(f"jobs {keys[pair]} and {job.get('job.id')} share job.start.ms/job.end.ms {pair}")
-        keys[pair] = str(job.get("job.id", len(keys)))
+            raise PeerError(f"jobs {keys[pair]} and {name} share job.start.ms/job.end.ms {pair}")
+        keys[pair] = name
     return keys
 
 
@@ -407,7 +405,7 @@ def run(
     csv_path = sls_out / "jobruntime.csv"
     if done.returncode != 0 or not csv_path.exists():
         raise PeerError(f"SLS exited {done.returncode} without jobruntime.csv: see {out / 'stdout.txt'}")
-    return parse_jobruntime(csv_path.read_text(), trace_keys(trace.read_text())), wall
+    return parse_jobruntime(csv_path.read_text(), trace_keys(trace)), wall
 
 
 def result_json(scheduler: str, jobs: list[SlsJob], wall_s: float) -> dict[str, object]:
