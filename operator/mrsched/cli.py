@@ -349,9 +349,10 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--seed", help="comma-separated seeds (default: the scenario's)")
     simulate.add_argument(
         "--mode",
-        choices=("hadoop", "kubernetes"),
-        help="placement mode, the same for every policy: hadoop (each node's heartbeat offers that node) or "
-        "kubernetes (cluster-wide rounds woken by events); default: the scenario's first mode",
+        choices=("hadoop", "kubernetes", "yarn"),
+        help="placement mode, the same for every policy: hadoop (each node's heartbeat offers that node), "
+        "kubernetes (cluster-wide rounds woken by events) or yarn (YARN's protocol and its own fair or capacity "
+        "scheduler); default: the scenario's first mode",
     )
     simulate.add_argument(
         "--concurrency",

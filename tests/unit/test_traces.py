@@ -142,11 +142,30 @@ def test_sls_sample_counts_tasks_and_keeps_durations() -> None:
     assert (second.user, second.queue) == ("alice", "sls_queue_2")
     # "job.count": 2 gives two jobs with SLS's generated ids; container.type defaults to map.
     assert copy_a == TraceJob(
-        "2", 42.0, 0, 0, 0, maps=1, reduces=0, queue="sls_queue_1", map_durations_s=(18.75,)
+        "2",
+        42.0,
+        0,
+        0,
+        0,
+        maps=1,
+        reduces=0,
+        queue="sls_queue_1",
+        map_durations_s=(18.75,),
+        map_hosts=("node3",),
     )
     assert copy_b == TraceJob(
-        "3", 42.0, 0, 0, 0, maps=1, reduces=0, queue="sls_queue_1", map_durations_s=(18.75,)
+        "3",
+        42.0,
+        0,
+        0,
+        0,
+        maps=1,
+        reduces=0,
+        queue="sls_queue_1",
+        map_durations_s=(18.75,),
+        map_hosts=("node3",),
     )
+    assert second.map_hosts == ("node4",) * 3 and second.reduce_hosts == ("node1", "node2")
 
 
 def test_sls_carries_no_bytes() -> None:
@@ -190,6 +209,17 @@ def test_sls_numbers_may_be_strings_as_jackson_reads_them(tmp_path: Path) -> Non
         '{"job.start.ms": "1500", "job.id": "j", "job.tasks": [{"duration.ms": "2500", "count": "2"}]}'
     )
     assert read_sls(trace) == [TraceJob("j", 1.5, 0, 0, 0, maps=2, reduces=0, map_durations_s=(2.5, 2.5))]
+
+
+def test_sls_keeps_each_containers_host_for_yarn_mode(tmp_path: Path) -> None:
+    trace = tmp_path / "hosts.json"
+    trace.write_text(
+        '{"job.start.ms": 0, "job.tasks": [{"container.host": "/rack1/node3", "duration.ms": 5, "count": 2},'
+        ' {"duration.ms": 5}, {"container.host": "/rack2/node7", "duration.ms": 9, "container.type": "reduce"}]}'
+    )
+    (job,) = read_sls(trace)
+    assert job.map_hosts == ("node3", "node3", "")  # as SLSUtils.getRackHostName splits "/rack/host"
+    assert job.reduce_hosts == ("node7",)
 
 
 # --- Rumen --------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from mrsched.core.physics import NodeCapability, TaskDemand
 
@@ -171,11 +171,19 @@ class NodeGroup(_Strict):
     zone: str = "zone-a"
     rack: str = "rack-1"
     name_prefix: str | None = Field(None, alias="namePrefix")
+    #: The group's nodes' names, one per count, when they must match names elsewhere (a trace's hosts).
+    names: list[str] | None = None
     #: The group's nodes hold input data (HDFS DataNodes); false for compute-only nodes (seed 003's Set B:
     #: 8 nodes added without data). The simulator places input replicas only on nodes that store data.
     stores_data: bool = Field(True, alias="storesData")
     #: The class itself when a scenario defines it inline (``cluster.nodeClasses``), else None: the catalog's.
     defined: NodeClass | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _one_name_each(self) -> NodeGroup:
+        if self.names is not None and len(self.names) != self.count:
+            raise ValueError(f"names lists {len(self.names)} nodes for a group of {self.count}")
+        return self
 
     def resolve(self) -> NodeClass:
         """The group's node class: the scenario's own definition, else the catalog's entry of that name."""
@@ -198,13 +206,16 @@ class LayoutNode:
 
 def expand_layout(groups: list[NodeGroup], prefix: str = "") -> list[LayoutNode]:
     """One node per count of each group, named ``<prefix><class>-<n>`` (n counts per class from 0 across
-    groups) or ``<namePrefix><n>`` when the group sets one."""
+    groups), ``<namePrefix><n>`` when the group sets one, or as its ``names`` list them."""
     nodes: list[LayoutNode] = []
     counters: dict[str, int] = {}
     for group in groups:
         cls = group.resolve()
         stem = group.name_prefix or f"{prefix}{cls.name}-"
-        for _ in range(group.count):
+        for i in range(group.count):
+            if group.names is not None:
+                nodes.append(LayoutNode(group.names[i], cls, group.zone, group.rack, group.stores_data))
+                continue
             index = counters.get(stem, 0)
             counters[stem] = index + 1
             nodes.append(LayoutNode(f"{stem}{index}", cls, group.zone, group.rack, group.stores_data))

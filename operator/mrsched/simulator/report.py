@@ -22,6 +22,7 @@ _REFERENCES = ("fifo", "fair", "greedy-informed")
 _MODES = {
     "hadoop": "a policy places tasks only on the node whose heartbeat offers it",
     "kubernetes": "cluster-wide rounds every heartbeat and whenever a task ends or a job arrives",
+    "yarn": "YARN's protocol as SLS runs it: AM containers, node heartbeats, YARN's own Fair or Capacity scheduler",
 }
 
 

@@ -36,7 +36,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mrsched.core.catalog import CatalogError, NodeClass, NodeGroup, application, node_classes
+from mrsched.core.catalog import CatalogError, NodeClass, NodeGroup, application, expand_layout, node_classes
 from mrsched.core.model import UNCAPPED
 
 
@@ -91,6 +91,8 @@ DEFAULT_SOURCES: dict[str, str] = {
     "TraceSpec.timeScale": "assumption: a trace is replayed at its recorded times unless the scenario scales it",
     "TraceSpec.sizeScale": "assumption: a trace is replayed at its recorded sizes unless the scenario scales it",
     "TraceSpec.blockMB": "spec: Hadoop 2 dfs.blocksize = 128 MB (hdfs-default.xml), one map per block",
+    "YarnSpec.amMemoryMB": "spec: SLS 3.3.5 yarn.sls.am.container.memory = 1024 (SLSConfiguration)",
+    "YarnSpec.amVcores": "spec: SLS 3.3.5 yarn.sls.am.container.vcores = 1 (SLSConfiguration)",
 }
 
 
@@ -172,8 +174,11 @@ class SlotsSpec(_Strict):
 #: ``hadoop``: every node heartbeats every ``heartbeatS`` and the policy places tasks on that node only
 #: (Hadoop 1's ``assignTasks(taskTracker)``), kube-default and the greedy policy included;
 #: ``kubernetes``: a cluster-wide round over every node, every ``heartbeatS`` and at once when a task ends or a
-#: job arrives, as the operator's loop runs (its watches wake it).
-PlacementMode = Literal["hadoop", "kubernetes"]
+#: job arrives, as the operator's loop runs (its watches wake it);
+#: ``yarn``: YARN's protocol as Apache Hadoop's SLS runs it (:mod:`mrsched.simulator.yarn`): containers by memory
+#: and vcores, an ApplicationMaster container per job, YARN's FairScheduler or CapacityScheduler (``fair`` and
+#: ``capacity`` only). Not in a scenario's default modes: a scenario that wants it lists it.
+PlacementMode = Literal["hadoop", "kubernetes", "yarn"]
 Concurrency = Literal["slots", "requests"]
 CONCURRENCIES: tuple[Concurrency, ...] = ("slots", "requests")
 MODES: tuple[PlacementMode, ...] = ("hadoop", "kubernetes")
@@ -239,6 +244,16 @@ class SpeculationSpec(_Strict):
     gap: float = Field(0.2, ge=0, le=1)
 
 
+class YarnSpec(_Strict):
+    """YARN mode's settings (``mode: yarn``): the ApplicationMaster container every job runs first (SLS's
+    ``yarn.sls.am.container.memory`` and ``.vcores``, 1024 MB and 1) and how often AMs heartbeat (SLS's
+    ``yarn.sls.am.heartbeat.interval.ms``; None: the NodeManagers' ``heartbeatS``)."""
+
+    am_memory_mb: int = Field(1024, alias="amMemoryMB", ge=1)
+    am_vcores: int = Field(1, alias="amVcores", ge=1)
+    am_heartbeat_s: float | None = Field(None, alias="amHeartbeatS", gt=0)
+
+
 class ClusterSpec(_Strict):
     nodes: list[NodeGroup] = Field(min_length=1)
     faults: list[FaultSpec] = Field(default_factory=list)
@@ -263,6 +278,7 @@ class ClusterSpec(_Strict):
     #: ``memoryMiB``, ``physics``, ``sources``), for nodes no catalog class describes: e.g. a trace's reference
     #: node, on which its container times replay exactly. A name may not shadow a catalog class.
     node_classes: dict[str, NodeClass] = Field(default_factory=dict, alias="nodeClasses")
+    yarn: YarnSpec = Field(default_factory=lambda: YarnSpec())
 
     def slots(self, node_class: str) -> tuple[int, int]:
         """(map, reduce) slots of a node of ``node_class``; by requests, uncapped (its allocatable binds)."""
@@ -312,6 +328,10 @@ class ClusterSpec(_Strict):
         unknown = sorted(set(self.slots_by_class) - present)
         if unknown:
             raise ValueError(f"slotsByClass names {', '.join(unknown)}: no node group has that class")
+        names = [node.name for node in expand_layout(self.nodes)]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"node names must be unique: {', '.join(repeated)} name more than one node")
         return self
 
 
@@ -368,6 +388,9 @@ class TraceSpec(_Strict):
     size_scale: float = Field(1.0, alias="sizeScale", gt=0)
     block_mb: float = Field(128.0, alias="blockMB", gt=0)  # one map per block of input, at least one
     app: str = "wordcount"  # the profile that turns a trace job's bytes into work
+    #: The trace's jobs' reduce slow-start (``mapred.reduce.slowstart.completed.maps``); 1 starts reduces after
+    #: the last map, as SLS's MRAMSimulator asks for them. None: JobSpec's default, Hadoop 1's 0.05.
+    reduce_slowstart: float | None = Field(None, alias="reduceSlowstart", ge=0, le=1)
     # Give the jobs users by a rule (applied to the whole trace, before maxJobs and scaling); None: the
     # trace's own users, "default" for SWIM.
     users: TraceUsersSpec | None = None

@@ -77,6 +77,13 @@ def _duration(durations: tuple[float, ...], index: int) -> float | None:
     return durations[index % len(durations)] if durations else None
 
 
+def _traced_replicas(hosts: tuple[str, ...], index: int, nodes: list[str]) -> tuple[str, ...]:
+    """The node a trace names for container ``index`` (SLS's ``container.host``), when it is one of ours: where
+    its input is, and the host YARN mode asks for; () when the trace names none we have."""
+    host = hosts[index] if index < len(hosts) else ""
+    return (host,) if host in nodes else ()
+
+
 def _trace_jobs(scenario: Scenario, nodes: list[str], rng: random.Random) -> list[Job]:
     trace = scenario.workload.trace
     assert trace is not None
@@ -100,7 +107,7 @@ def _trace_jobs(scenario: Scenario, nodes: list[str], rng: random.Random) -> lis
                 "map",
                 i,
                 per_map_mb,
-                _replicas(rng, nodes, 3),
+                _traced_replicas(tj.map_hosts, i, nodes) or _replicas(rng, nodes, 3),
                 work_s=_duration(tj.map_durations_s, i),
             )
             for i in range(n_maps)
@@ -112,9 +119,13 @@ def _trace_jobs(scenario: Scenario, nodes: list[str], rng: random.Random) -> lis
                 "reduce",
                 i,
                 shuffle_mb / max(n_reduces, 1),
+                _traced_replicas(tj.reduce_hosts, i, nodes),
                 work_s=_duration(tj.reduce_durations_s, i),
             )
             for i in range(n_reduces)
         ]
-        jobs.append(Job(job_id, trace.app, tj.submit_s, maps, reduces, user=tj.user, queue=tj.queue))
+        job = Job(job_id, trace.app, tj.submit_s, maps, reduces, user=tj.user, queue=tj.queue)
+        if trace.reduce_slowstart is not None:
+            job.reduce_slowstart = trace.reduce_slowstart
+        jobs.append(job)
     return jobs

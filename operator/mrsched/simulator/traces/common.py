@@ -89,6 +89,9 @@ class TraceJob:
     queue: str = "default"
     map_durations_s: tuple[float, ...] = ()
     reduce_durations_s: tuple[float, ...] = ()
+    #: Each container's host as the trace names it ("" for none), in file order, when the trace records them (SLS).
+    map_hosts: tuple[str, ...] = ()
+    reduce_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.input_bytes < 0 or self.shuffle_bytes < 0 or self.output_bytes < 0:

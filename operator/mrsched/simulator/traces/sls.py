@@ -30,7 +30,9 @@ number of the job in the file. Only ``mapreduce`` jobs are read: other AM types 
 
 The trace carries no bytes at all: every :class:`TraceJob` has ``input_bytes``, ``shuffle_bytes`` and
 ``output_bytes`` of 0, and its work is in its task counts and ``map_durations_s``/``reduce_durations_s``
-(container durations in seconds, in file order, one per container).
+(container durations in seconds, in file order, one per container), with each container's host
+(``map_hosts``/``reduce_hosts``: the host part of ``container.host``, "" for a container without one; empty
+when no container of the job names a host), which YARN mode asks for as SLS's AM does.
 """
 
 from __future__ import annotations
@@ -61,19 +63,27 @@ def _duration_ms(task: Fields) -> int:
     return duration
 
 
-def _tasks(job: Fields) -> tuple[list[float], list[float]]:
+def _host(task: Fields) -> str:
+    """The host part of a container's ``container.host`` ("/rack/host", as SLSUtils.getRackHostName splits it),
+    or "" when it names none."""
+    return task.text("container.host", "").rstrip("/").rsplit("/", 1)[-1]
+
+
+def _tasks(job: Fields) -> tuple[list[float], list[float], list[str], list[str]]:
     tasks = job.objects("job.tasks")
     if not tasks:
         raise job.error("a job needs at least one task in job.tasks")
     maps: list[float] = []
     reduces: list[float] = []
+    hosts: dict[str, list[str]] = {"map": [], "reduce": []}
     for task in tasks:
         kind = task.text("container.type", "map")
         if kind not in ("map", "reduce"):
             raise task.error(f"container.type must be 'map' or 'reduce', not {kind!r}")
         count = max(1, task.integer("count", 1))
         (maps if kind == "map" else reduces).extend([_duration_ms(task) / 1000.0] * count)
-    return maps, reduces
+        hosts[kind].extend([_host(task)] * count)
+    return maps, reduces, hosts["map"], hosts["reduce"]
 
 
 def read_sls(path: str | os.PathLike[str]) -> list[TraceJob]:
@@ -90,7 +100,7 @@ def read_sls(path: str | os.PathLike[str]) -> list[TraceJob]:
             raise record.error(f"job.start.ms cannot be negative: {start_ms}")
         copies = max(1, record.integer("job.count", 1))
         given_id = record.text("job.id", "") if copies == 1 else ""
-        maps, reduces = _tasks(record)
+        maps, reduces, map_hosts, reduce_hosts = _tasks(record)
         for _ in range(copies):
             jobs.append(
                 TraceJob(
@@ -105,6 +115,8 @@ def read_sls(path: str | os.PathLike[str]) -> list[TraceJob]:
                     queue=record.text("job.queue.name", "default"),
                     map_durations_s=tuple(maps),
                     reduce_durations_s=tuple(reduces),
+                    map_hosts=tuple(map_hosts) if any(map_hosts) else (),
+                    reduce_hosts=tuple(reduce_hosts) if any(reduce_hosts) else (),
                 )
             )
     return by_submit_time(jobs)
