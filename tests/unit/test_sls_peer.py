@@ -125,3 +125,23 @@ def test_bad_cluster_input_is_a_clear_error() -> None:
         peer.config_files(
             peer.Cluster.from_json(json.loads((FIXTURES / "four-jobs-cluster.json").read_text())), "fifo"
         )
+
+
+SUMMARY = (  # one ApplicationSummary line of a real SLS 3.3.5 run (two-queues, CapacityScheduler)
+    "2026-11-27 11:37:15,714 INFO resourcemanager.RMAppManager$ApplicationSummary: "
+    "appId=application_1795779403564_0002,name=N/A,user=short,queue=sls_queue_2,state=FINISHED,"
+    "finalStatus=SUCCEEDED,memorySeconds=80880,vcoreSeconds=74,preemptedMemorySeconds=0,"
+    "preemptedVcoreSeconds=0,preemptedAMContainers={am},preemptedNonAMContainers={other},"
+    "preemptedResources=<memory:0\\, vCores:0>,applicationType=YARN,totalAllocatedContainers=6\n"
+)
+
+
+def test_preempted_containers_are_summed_over_the_runs_applications() -> None:
+    log = SUMMARY.format(am=0, other=0) + SUMMARY.format(am=1, other=3) + "some other line\n"
+    assert peer.preempted_containers(log) == 4
+    assert peer.preempted_containers(SUMMARY.format(am=0, other=0)) == 0
+
+
+def test_a_log_without_application_summaries_is_an_error_not_zero_preemptions() -> None:
+    with pytest.raises(peer.PeerError, match="no ApplicationSummary lines"):
+        peer.preempted_containers("2026-11-27 INFO resourcemanager.ResourceManager: started\n")

@@ -23,6 +23,7 @@ import fcntl
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -408,12 +409,25 @@ def run(
     return parse_jobruntime(csv_path.read_text(), trace_keys(trace)), wall
 
 
-def result_json(scheduler: str, jobs: list[SlsJob], wall_s: float) -> dict[str, object]:
-    """What the harness keeps of a run (``jobs.json``): per trace job, SLS's start, end and completion time."""
+def preempted_containers(log_text: str) -> int:
+    """Containers the ResourceManager preempted in a run, summed over its ApplicationSummary log lines
+    (``preemptedAMContainers`` and ``preemptedNonAMContainers`` of each finished application)."""
+    found = re.findall(r"preempted(?:AM|NonAM)Containers=(\d+)", log_text)
+    if not found:
+        raise PeerError("the SLS log has no ApplicationSummary lines: was it a complete run at INFO level?")
+    return sum(int(n) for n in found)
+
+
+def result_json(
+    scheduler: str, jobs: list[SlsJob], wall_s: float, preempted: int | None = None
+) -> dict[str, object]:
+    """What the harness keeps of a run (``jobs.json``): per trace job, SLS's start, end and completion time;
+    and how many containers the ResourceManager preempted (YARN mode does not model preemption)."""
     return {
         "scheduler": scheduler,
         "slsVersion": VERSION,
         "wallS": round(wall_s, 1),
+        **({"preemptedContainers": preempted} if preempted is not None else {}),
         "jobs": [
             {"id": j.job_id, "startMS": j.start_ms, "endMS": j.end_ms, "completionS": j.completion_s}
             for j in jobs
@@ -431,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cluster = Cluster.from_json(json.loads(args.cluster.read_text()))
     jobs, wall = run(args.trace, cluster, args.scheduler, args.out, args.timeout)
-    result = result_json(args.scheduler, jobs, wall)
+    result = result_json(args.scheduler, jobs, wall, preempted_containers((args.out / "sls.log").read_text()))
     (args.out / "jobs.json").write_text(json.dumps(result, indent=1) + "\n")
     print(f"SLS {args.scheduler}: {len(jobs)} jobs in {wall:.0f} s of wall time -> {args.out / 'jobs.json'}")
     return 0

@@ -118,6 +118,14 @@ class YarnApp:
         """Its requests with containers still wanted, most urgent priority first."""
         return [self.requests[p] for p in sorted(self.requests) if self.requests[p].any > 0]
 
+    def next_request_on(self, node: YarnNode) -> Request | None:
+        """Its most urgent request, if a container of it fits in what ``node`` has free: the schedulers try an
+        app's priorities in order and give up on the app when the first does not fit (no reservations)."""
+        pending = self.pending()
+        if not pending or not pending[0].resource.fits_in(node.available):
+            return None
+        return pending[0]
+
 
 @dataclass(frozen=True, slots=True)
 class Assignment:

@@ -210,11 +210,8 @@ class YarnCapacityScheduler:
             user_used = sum(a.used.memory_mb for a in active if a.user == app.user)
             if user_used > user_limit:
                 continue
-            pending = app.pending()
-            if not pending:
-                continue
-            request = pending[0]
-            if not request.resource.fits_in(node.available):
+            request = app.next_request_on(node)
+            if request is None:
                 continue
             missed = app.missed.get(request.priority, 0) + 1
             app.missed[request.priority] = missed

@@ -117,11 +117,8 @@ class YarnFairScheduler:
             for app in candidates:
                 if not app.am_allocated and not self._can_run_am(q, by_queue[q], app.am_resource):
                     continue
-                pending = app.pending()
-                if not pending:
-                    continue
-                request = pending[0]
-                if not request.resource.fits_in(node.available):
+                request = app.next_request_on(node)
+                if request is None:
                     continue
                 return allocate(app, request, node, best_locality(request, node))
         return None
