@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 import yaml
 
-from mrsched.core.model import Job, Task
+from mrsched.core.model import Job, Resources, Task
 from mrsched.core.yarn import AM_PRIORITY, MAP_PRIORITY, Request, Res, YarnApp, YarnNode
 from mrsched.policies.yarn_capacity import YarnCapacityScheduler
 from mrsched.policies.yarn_fair import YarnFairScheduler
@@ -249,6 +249,14 @@ def test_a_job_in_a_queue_the_scheduler_does_not_have_is_a_clear_error() -> None
         sim.run()
 
 
+def test_a_container_no_node_can_hold_is_a_clear_error_not_an_endless_run() -> None:
+    job = _job("big", [5.0], [])
+    job.map_request = Resources(cpu=8.0, memory_mb=1024.0)
+    sim = YarnSimulation(_cluster(), [job], yarn_scheduler("fair", {}, [job]))
+    with pytest.raises(ValueError, match="job big: a container of 1024 MB and 8 vcores fits no node"):
+        sim.run()
+
+
 def test_a_node_group_lists_one_name_per_node() -> None:
     with pytest.raises(ValueError, match="names lists 1 nodes for a group of 2"):
         ClusterSpec.model_validate({"nodes": [{"class": "dara-8core", "count": 2, "names": ["a"]}]})
@@ -286,7 +294,10 @@ def test_yarn_mode_replays_a_real_sls_run_job_by_job(tmp_path: Path) -> None:
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(scenario))
     for seed in (1, 2, 3):
-        _, results = run_scenario(load_scenario(path), ["fair"], [seed], mode="yarn")
+        summary, results = run_scenario(load_scenario(path), ["fair"], [seed], mode="yarn")
+        assert (
+            results["fair"].makespan_s >= summary["lower_bound"]["makespan_s"] > 0
+        )  # a bound holds here too
         ours = {
             r.id.removeprefix("trace-"): r.finish_s - r.submit_s for r in results["fair"].jobs if r.finish_s
         }

@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         else sorted(
             p.name.removesuffix(".json")
             for p in TRACES.glob("*.json")
-            if not p.name.endswith(".cluster.json")
+            if not p.name.endswith((".cluster.json", ".rumen.json"))  # a cluster file; a Rumen source
         )
     )
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,11 @@ Three shapes, each under ten minutes of simulated time (SLS runs in wall-clock t
   other with 20 short ones (4 maps of 8-12 s, one reduce), one every 12 s: the shape on which our Fair and
   Capacity were found far from SLS's.
 * ``tiny-burst``: 60 jobs of 1-3 maps of 2-5 s (and one reduce of 2-3 s), all submitted within 30 s.
+* ``rumen-derived``: an SLS trace made by Hadoop's own ``RumenToSLSConverter`` from a Rumen trace
+  (``rumen-derived.rumen.json``: job history as Rumen writes it, each task attempt with its start, finish and
+  host; 16 jobs of two users into two queues, one every 10 s, with 6-24 maps of 10-30 s and 1-3 reduces).
+  This machine has no job history of a real cluster to feed Rumen, so the Rumen trace is ours; the conversion
+  is Hadoop's (``sls_peer.convert_rumen``).
 
 A job's ``job.end.ms`` is only a label here (SLS copies it back into jobruntime.csv, and the harness tells
 jobs apart by their start and end pair); task hosts spread over the nodes round-robin.
@@ -19,10 +24,18 @@ from __future__ import annotations
 
 import json
 import random
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parent / "traces"
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import sls_peer  # noqa: E402
+
+from mrsched.simulator.traces.jsonrecords import read_records  # noqa: E402
+
+OUT = HERE / "traces"
 NODES = [
     {"name": f"node{i}", "rack": f"rack{(i - 1) // 4 + 1}", "memoryMB": 4096, "vcores": 4}
     for i in range(1, 9)
@@ -98,6 +111,56 @@ def tiny_burst(rng: random.Random) -> list[dict[str, Any]]:
     return sorted(jobs, key=lambda j: (j["job.start.ms"], j["job.id"]))
 
 
+def rumen(rng: random.Random) -> list[dict[str, Any]]:
+    """Rumen ``LoggedJob`` records (the fields RumenToSLSConverter reads), times in ms from an epoch instant."""
+    epoch = 1_795_000_000_000
+    jobs = []
+    for k in range(16):
+        submit = epoch + k * 10_000
+        started = submit + 2_000
+        queue, user = ("sls_queue_1", "etl") if k % 3 else ("sls_queue_2", "adhoc")
+
+        def tasks(kind: str, durations: list[int], begin: int, k: int = k) -> list[dict[str, Any]]:
+            out = []
+            for i, d in enumerate(durations):
+                node = NODES[(k + i) % len(NODES)]
+                host = f"/{node['rack']}/{node['name']}"
+                attempt = {"hostName": host, "startTime": begin, "finishTime": begin + d, "result": "SUCCESS"}
+                out.append(
+                    {
+                        "taskID": f"task_1795000000000_{k:04d}_{kind[0]}_{i:06d}",
+                        "taskType": kind.upper(),
+                        "startTime": begin,
+                        "finishTime": begin + d,
+                        "attempts": [{**attempt, "attemptID": f"attempt_{k:04d}_{kind[0]}_{i:06d}_0"}],
+                        "taskStatus": "SUCCESS",
+                    }
+                )
+            return out
+
+        maps = [rng.randint(10_000, 30_000) for _ in range(rng.randint(6, 24))]
+        reduces = [rng.randint(5_000, 15_000) for _ in range(rng.randint(1, 3))]
+        map_end = started + max(maps)
+        finish = map_end + max(reduces) + 1_000 + k  # unique (start, end) pairs, as for the other traces
+        jobs.append(
+            {
+                "priority": "NORMAL",
+                "jobID": f"job_1795000000000_{k:04d}",
+                "user": user,
+                "jobName": "wordcount" if k % 2 else "terasort",
+                "submitTime": submit,
+                "finishTime": finish,
+                "queue": queue,
+                "mapTasks": tasks("map", maps, started),
+                "reduceTasks": tasks("reduce", reduces, map_end),
+                "outcome": "SUCCESS",
+            }
+        )
+    return jobs
+
+
+RUMEN_QUEUES = [{"name": "sls_queue_1", "capacity": 70}, {"name": "sls_queue_2", "capacity": 30}]
+
 TRACES = {
     "one-queue": (one_queue, [{"name": "sls_queue_1"}]),
     "two-queues": (
@@ -117,6 +180,25 @@ def main() -> None:
             json.dumps({"nodes": NODES, "queues": queues}, indent=1) + "\n"
         )
         print(f"{name}: {len(jobs)} jobs")
+    source = OUT / "rumen-derived.rumen.json"
+    source.write_text(
+        "".join(json.dumps(job, indent=1) + "\n" for job in rumen(random.Random("issue-22-rumen")))
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        nodes_out = Path(tmp) / "nodes.json"
+        sls_peer.convert_rumen(source, OUT / "rumen-derived.json", nodes_out)
+        converted = {
+            (rack.data["rack"].strip("/"), node["node"])
+            for rack in read_records(nodes_out)
+            for node in rack.data["nodes"]
+        }
+    named = {(node["rack"], node["name"]) for node in NODES}
+    if converted - named:
+        raise SystemExit(f"the converter's nodes {sorted(converted - named)} are not the trace's cluster's")
+    (OUT / "rumen-derived.cluster.json").write_text(
+        json.dumps({"nodes": NODES, "queues": RUMEN_QUEUES}, indent=1) + "\n"
+    )
+    print(f"rumen-derived: {source.name} converted by RumenToSLSConverter")
 
 
 if __name__ == "__main__":

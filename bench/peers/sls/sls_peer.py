@@ -348,6 +348,21 @@ def fetch(lib: Path = LIB) -> Path:
     return lib
 
 
+def convert_rumen(rumen: Path, jobs_out: Path, nodes_out: Path) -> None:
+    """Hadoop's own ``RumenToSLSConverter`` (in hadoop-sls): a Rumen trace into an SLS trace and SLS's node file.
+    Each task attempt becomes a container of its recorded start and end, on its recorded host."""
+    lib = fetch()
+    for path in (jobs_out, nodes_out):
+        path.unlink(missing_ok=True)  # the converter refuses to overwrite
+    command = ["java", "-cp", f"{lib}/*", "org.apache.hadoop.yarn.sls.RumenToSLSConverter"]
+    command += ["-input", str(rumen), "-outputJobs", str(jobs_out), "-outputNodes", str(nodes_out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    if done.returncode != 0 or not jobs_out.exists():
+        raise PeerError(
+            f"RumenToSLSConverter failed ({done.returncode}): {done.stdout[-2000:]}{done.stderr[-2000:]}"
+        )
+
+
 @contextmanager
 def _port_lock() -> Iterator[None]:
     """SLS binds fixed ports (the RM's 18030-18033, 18088, its web UI 10001): one run at a time."""

@@ -230,6 +230,7 @@ class YarnSimulation:
         if master is None:  # first step: submit the application, which asks for its AM container
             job = self._jobs_by_id[job_id]
             app = YarnApp(job.id, job.queue, job.user, now, len(self._masters), self.am_resource)
+            self._must_fit(job.id, self.am_resource)
             app.requests[AM_PRIORITY] = Request(AM_PRIORITY, self.am_resource, any=1)
             master = _AppMaster(job, app, to_ask_maps=deque(job.maps), to_ask_reduces=deque(job.reduces))
             self._masters[job_id] = master
@@ -278,6 +279,7 @@ class YarnSimulation:
     def _request(self, master: _AppMaster, priority: int, resource: Res, tasks: deque[Task]) -> None:
         """AMSimulator.packageRequests: per host and per rack the tasks that prefer it, and all of them ANY.
         A task prefers the node of its first input replica (a trace's container host), when it is one of ours."""
+        self._must_fit(master.job.id, resource)
         request = Request(priority, resource, any=len(tasks))
         for task in tasks:
             host = task.replicas[0] if task.replicas and task.replicas[0] in self.nodes else None
@@ -286,6 +288,16 @@ class YarnSimulation:
                 rack = self.nodes[host].rack
                 request.racks[rack] = request.racks.get(rack, 0) + 1
         master.app.requests[priority] = request
+
+    def _must_fit(self, job_id: str, resource: Res) -> None:
+        """A container no node can hold would wait for ever (YARN rejects such a request as over the maximum
+        allocation): say so instead of simulating a month of heartbeats."""
+        if not any(resource.fits_in(node.capacity) for node in self.nodes.values()):
+            largest = max(self.nodes.values(), key=lambda n: (n.capacity.memory_mb, n.capacity.vcores))
+            raise ValueError(
+                f"job {job_id}: a container of {resource.memory_mb} MB and {resource.vcores} vcores fits no node "
+                f"(the largest, {largest.name}, has {largest.capacity.memory_mb} MB and {largest.capacity.vcores})"
+            )
 
     def _launch(self, master: _AppMaster, container: _Container, now: float) -> None:
         """As MRAMSimulator: a container runs the first task asked of its kind, whichever node it is on."""
