@@ -82,7 +82,7 @@ bench-kubernetes: venv  ## the Kubernetes-mode contest (concurrency by requests,
 bench-kubernetes-heldout: venv  ## the contest's job rule on the scenarios it was not chosen on, into bench/results/kubernetes-heldout.md
 	$(PY) bench/kubernetes_heldout.py --out bench/results/kubernetes-heldout.md
 
-bench-sls: venv  ## our simulator against Apache Hadoop SLS 3.3.5 (real YARN Fair and Capacity) on bench/peers/sls/traces, job by job, into bench/results/sls/ (SLS runs in wall time: about 35 minutes uncached, seconds once its results are cached)
+bench-sls: venv  ## our simulator in YARN mode against Apache Hadoop SLS 3.3.5 (real YARN Fair and Capacity) on bench/peers/sls/traces, job by job, into bench/results/sls/ (SLS runs in wall time: about 45 minutes uncached, seconds once its results are cached)
 	$(PY) bench/peers/sls/compare.py
 
 bench-physics: venv  ## each measured-physics switch (cluster.physics) alone and all together, both modes
