@@ -98,6 +98,41 @@ def test_fair_max_am_share_counts_vcores_against_the_clusters_free_vcores() -> N
     assert [a.app for a in placed][:1] == ["w"]
 
 
+def test_fair_serves_a_queue_below_its_min_share_first_and_never_over_its_max() -> None:
+    """FairSharePolicy: a needy queue (usage below min(minResources, demand)) comes before one that uses less
+    over its weight; FSQueue.fitsInMaxShare: no container takes a queue over its maxResources."""
+    options = {
+        "minResources": {"guaranteed": {"memoryMB": 8192, "vcores": 8}},
+        "maxResources": {"capped": {"memoryMB": 2048, "vcores": 2}},
+    }
+    fair = YarnFairScheduler.from_options(options, ["guaranteed", "other", "capped"])
+    guaranteed = _app("g", "guaranteed", maps=20, order=0)
+    guaranteed.used = Res(4 * 1024, 4)  # 4 of its 8 GiB minimum, more than the others use
+    other = _app("o", "other", maps=20, order=1)
+    capped = _app("c", "capped", maps=20, order=2)
+    apps = [guaranteed, other, capped]
+    fair.update(apps, CLUSTER, 0.0)
+    assert fair.node_update(_node("n1"), apps, CLUSTER, 8)[0].app == "g"
+    guaranteed.used = Res(8 * 1024, 8)  # at its minimum: no longer needy, and the heaviest user
+    given = [a.app for _ in range(4) for a in fair.node_update(_node("n2"), apps, CLUSTER, 8)]
+    assert "c" in given and capped.used.memory_mb <= 2048  # capped at 2 GiB: its AM and one map
+    assert given.count("c") == 1
+
+
+def test_fair_shares_split_memory_by_weight_within_min_and_max() -> None:
+    fair = YarnFairScheduler.from_options(
+        {"weights": {"a": 1.0, "b": 3.0}, "maxResources": {"b": {"memoryMB": 8192, "vcores": 8}}},
+        ["a", "b", "idle"],
+    )
+    fair.update([_app("x", "a"), _app("y", "b")], CLUSTER, 0.0)
+    assert fair._fair_share_mb == {"a": 32768 - 8192, "b": 8192, "idle": 0}  # b capped, a takes the rest
+
+
+def test_fair_rejects_a_malformed_resource_option() -> None:
+    with pytest.raises(ValueError, match="maxResources of q must be a mapping of memoryMB and vcores"):
+        YarnFairScheduler.from_options({"maxResources": {"q": 4096}}, ["q"])
+
+
 # --- CapacityScheduler --------------------------------------------------------------------------------------------
 
 

@@ -22,8 +22,14 @@ Read from the 3.3.5 source (``org.apache.hadoop.yarn.server.resourcemanager.sche
   node-local if the node and its rack are asked for, else rack-local, else off-switch, with no wait (the
   locality thresholds default to -1).
 
-Not modelled: DRF (``schedulingPolicy`` drf), min and max shares, preemption, reservations (no container of our
-scenarios is too big for a node that has room for one), ``maxRunningApps``.
+* **minResources and maxResources** (per queue): a queue below its min share (memory, capped by its demand)
+  is served first, by usage over min share; fair shares are weight times R clamped between the two
+  (``ComputeFairShares``); a queue never takes a container that would bring it over its max
+  (``FSQueue.fitsInMaxShare``), and its demand is capped there.
+
+Not modelled: DRF (``schedulingPolicy`` drf), preemption (off by default, ``yarn.scheduler.fair.preemption``),
+reservations (no container of our scenarios is too big for a node that has room for one), ``maxRunningApps``,
+queue hierarchies deeper than one level.
 """
 
 from __future__ import annotations
@@ -33,12 +39,53 @@ from dataclasses import dataclass, field
 
 from mrsched.core.yarn import Assignment, Res, YarnApp, YarnNode, allocate, best_locality
 
+UNBOUNDED = Res(2**62, 2**62)  # Resources.unbounded(): a queue's maxResources when none is set
+NONE = Res()  # Resources.none(): its minResources when none is set
+FAIR_SHARE_ITERATIONS = 25  # ComputeFairShares.COMPUTE_FAIR_SHARES_ITERATIONS
+
 
 @dataclass(frozen=True)
 class FairQueue:
     name: str
     weight: float = 1.0
     max_am_share: float = 0.5  # FairScheduler's queueMaxAMShareDefault
+    min_resources: Res = NONE  # <minResources>
+    max_resources: Res = UNBOUNDED  # <maxResources>
+
+
+def _resources(value: object, what: str) -> Res:
+    """``{memoryMB, vcores}`` of a queue's minResources or maxResources."""
+    if not isinstance(value, dict) or set(value) - {"memoryMB", "vcores"}:
+        raise ValueError(f"{what} must be a mapping of memoryMB and vcores, not {value!r}")
+    return Res(int(value.get("memoryMB", UNBOUNDED.memory_mb)), int(value.get("vcores", UNBOUNDED.vcores)))
+
+
+def _fair_shares(queues: list[FairQueue], total_mb: int) -> dict[str, int]:
+    """``ComputeFairShares.computeSharesInternal`` for memory: the ratio R, found by bisection, at which every
+    queue's share, weight * R clamped to [min share, max share], sums to the cluster (or to the sum of the
+    max shares, when smaller)."""
+
+    def share(queue: FairQueue, ratio: float) -> int:
+        return int(
+            min(max(queue.weight * ratio, queue.min_resources.memory_mb), queue.max_resources.memory_mb)
+        )
+
+    total = min(total_mb, sum(min(q.max_resources.memory_mb, 2**62) for q in queues))
+    high = 1.0
+    while sum(share(q, high) for q in queues) < total:
+        high *= 2.0
+    low = 0.0
+    for _ in range(FAIR_SHARE_ITERATIONS):
+        middle = (low + high) / 2.0
+        used = sum(share(q, middle) for q in queues)
+        if used == total:
+            high = middle
+            break
+        if used < total:
+            low = middle
+        else:
+            high = middle
+    return {q.name: share(q, high) for q in queues}
 
 
 @dataclass
@@ -52,15 +99,28 @@ class YarnFairScheduler:
 
     @classmethod
     def from_options(cls, options: dict[str, object], queues: list[str]) -> YarnFairScheduler:
-        """``weights`` and ``maxAMShare`` by queue, for the queues the workload uses (the policy options our
-        ``fair`` policy takes in the other modes, plus ``maxAMShare``)."""
-        weights = options.get("weights") or {}
-        shares = options.get("maxAMShare") or {}
+        """``weights``, ``maxAMShare``, ``minResources`` and ``maxResources`` (``{memoryMB, vcores}``) by queue, as
+        a fair-scheduler.xml gives them, for the queues the workload uses and those the options name."""
+        by_queue = {
+            key: options.get(key) or {} for key in ("weights", "maxAMShare", "minResources", "maxResources")
+        }
+        for key, value in by_queue.items():
+            if not isinstance(value, dict):
+                raise ValueError(f"{key} must map queue names to values, not {value!r}")
+        weights, shares, least, most = by_queue.values()
         assert isinstance(weights, dict) and isinstance(shares, dict)
+        assert isinstance(least, dict) and isinstance(most, dict)
+        names = sorted(set(queues).union(*by_queue.values()))
         return cls(
             {
-                q: FairQueue(q, float(weights.get(q, 1.0)), float(shares.get(q, 0.5)))
-                for q in sorted(set(queues) | set(weights) | set(shares))
+                q: FairQueue(
+                    q,
+                    float(weights.get(q, 1.0)),
+                    float(shares.get(q, 0.5)),
+                    _resources(least[q], f"minResources of {q}") if q in least else Res(),
+                    _resources(most[q], f"maxResources of {q}") if q in most else UNBOUNDED,
+                )
+                for q in names
             }
         )
 
@@ -72,14 +132,11 @@ class YarnFairScheduler:
         self._demand.pop(app.id, None)
 
     def update(self, apps: list[YarnApp], cluster: Res, now: float) -> None:
-        """The update thread: every app's demand, every queue's fair share (active queues split memory by weight)."""
+        """The update thread: every app's demand, every queue's fair share (active queues, those with an
+        application, split memory by weight within their min and max shares; others get none)."""
         self._demand = {app.id: app.demand() for app in apps}
-        active = {app.queue for app in apps}
-        total_weight = sum(self.queues[q].weight for q in active)
-        self._fair_share_mb = {
-            q: math.floor(cluster.memory_mb * self.queues[q].weight / total_weight) if q in active else 0
-            for q in self.queues
-        }
+        active = [queue for name, queue in self.queues.items() if any(app.queue == name for app in apps)]
+        self._fair_share_mb = dict.fromkeys(self.queues, 0) | _fair_shares(active, cluster.memory_mb)
 
     def node_update(self, node: YarnNode, apps: list[YarnApp], cluster: Res, nodes: int) -> list[Assignment]:
         used = Res()
@@ -104,12 +161,27 @@ class YarnFairScheduler:
         for app in apps:
             by_queue.setdefault(app.queue, []).append(app)
 
-        def queue_key(q: str) -> tuple[bool, float, str]:
-            demand = sum(self._demand.get(a.id, Res()).memory_mb for a in by_queue[q])
+        def queue_key(q: str) -> tuple[bool, bool, float, float, str]:
+            """FairSharePolicy's comparator: demand first, then queues below their min share (by usage over it),
+            then usage over weight, then name (queues all start at 0)."""
+            spec = self.queues[q]
+            demand = min(
+                sum(self._demand.get(a.id, Res()).memory_mb for a in by_queue[q]),
+                spec.max_resources.memory_mb,
+            )
             usage = sum(a.used.memory_mb for a in by_queue[q])
-            return (demand == 0, usage / self.queues[q].weight, f"root.{q}")
+            min_share = min(spec.min_resources.memory_mb, demand)
+            needy = usage < min_share
+            ratio = usage / min_share if needy and min_share > 1 else float(usage) if needy else 0.0
+            by_weight = usage / spec.weight if spec.weight > 0 else float("inf")
+            return (demand == 0, not needy, ratio, by_weight, f"root.{q}")
 
         for q in sorted(by_queue, key=queue_key):
+            usage = Res()
+            for app in by_queue[q]:
+                usage = usage + app.used
+            if not usage.fits_in(self.queues[q].max_resources):  # FSQueue.assignContainerPreCheck
+                continue
             candidates = [a for a in by_queue[q] if self._demand.get(a.id, Res()) != a.used]
             candidates.sort(
                 key=lambda a: (self._demand.get(a.id, Res()) == Res(), a.used.memory_mb, a.submit_s, a.order)
@@ -118,8 +190,8 @@ class YarnFairScheduler:
                 if not app.am_allocated and not self._can_run_am(q, by_queue[q], app.am_resource):
                     continue
                 request = app.next_request_on(node)
-                if request is None:
-                    continue
+                if request is None or not (usage + request.resource).fits_in(self.queues[q].max_resources):
+                    continue  # FSAppAttempt.hasContainerForNode: fitsInMaxShare
                 return allocate(app, request, node, best_locality(request, node))
         return None
 
@@ -127,8 +199,10 @@ class YarnFairScheduler:
         share = self.queues[queue].max_am_share
         if abs(share + 1.0) < 1e-4:
             return True
-        fair_mb = self._fair_share_mb.get(queue, 0) or self._root_available.memory_mb
-        limit = Res(math.ceil(fair_mb * share), math.ceil(self._root_available.vcores * share))
+        most = self.queues[queue].max_resources
+        fair_mb = self._fair_share_mb.get(queue, 0) or min(self._root_available.memory_mb, most.memory_mb)
+        vcores = min(self._root_available.vcores, most.vcores)  # the fair policy gives vcores no fair share
+        limit = Res(math.ceil(fair_mb * share), math.ceil(vcores * share))
         am_used = am
         for app in apps:
             am_used = am_used + app.am_used
