@@ -53,6 +53,12 @@ class FairQueue:
     max_resources: Res = UNBOUNDED  # <maxResources>
 
 
+def _number(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{what} must be a number, not {value!r}")
+    return float(value)
+
+
 def _resources(value: object, what: str) -> Res:
     """``{memoryMB, vcores}`` of a queue's minResources or maxResources."""
     if not isinstance(value, dict) or set(value) - {"memoryMB", "vcores"}:
@@ -101,22 +107,20 @@ class YarnFairScheduler:
     def from_options(cls, options: dict[str, object], queues: list[str]) -> YarnFairScheduler:
         """``weights``, ``maxAMShare``, ``minResources`` and ``maxResources`` (``{memoryMB, vcores}``) by queue, as
         a fair-scheduler.xml gives them, for the queues the workload uses and those the options name."""
-        by_queue = {
-            key: options.get(key) or {} for key in ("weights", "maxAMShare", "minResources", "maxResources")
-        }
-        for key, value in by_queue.items():
+        by_queue: dict[str, dict[str, object]] = {}
+        for key in ("weights", "maxAMShare", "minResources", "maxResources"):
+            value = options.get(key) or {}
             if not isinstance(value, dict):
                 raise ValueError(f"{key} must map queue names to values, not {value!r}")
+            by_queue[key] = {str(q): v for q, v in value.items()}
         weights, shares, least, most = by_queue.values()
-        assert isinstance(weights, dict) and isinstance(shares, dict)
-        assert isinstance(least, dict) and isinstance(most, dict)
-        names = sorted(set(queues).union(*by_queue.values()))
+        names = sorted(set(queues).union(*(set(v) for v in by_queue.values())))
         return cls(
             {
                 q: FairQueue(
                     q,
-                    float(weights.get(q, 1.0)),
-                    float(shares.get(q, 0.5)),
+                    _number(weights.get(q, 1.0), f"weights of {q}"),
+                    _number(shares.get(q, 0.5), f"maxAMShare of {q}"),
                     _resources(least[q], f"minResources of {q}") if q in least else Res(),
                     _resources(most[q], f"maxResources of {q}") if q in most else UNBOUNDED,
                 )
