@@ -128,6 +128,13 @@ def test_fair_shares_split_memory_by_weight_within_min_and_max() -> None:
     assert fair._fair_share_mb == {"a": 32768 - 8192, "b": 8192, "idle": 0}  # b capped, a takes the rest
 
 
+def test_capacity_rejects_malformed_options() -> None:
+    with pytest.raises(ValueError, match="capacities of a must be a number, not 'half'"):
+        YarnCapacityScheduler.from_options({"capacities": {"a": "half"}}, ["a"])
+    with pytest.raises(ValueError, match="queue capacities must add up to 100, not 120"):
+        YarnCapacityScheduler.from_options({"capacities": {"a": 60, "b": 60}}, ["a", "b"])
+
+
 def test_fair_rejects_a_malformed_resource_option() -> None:
     with pytest.raises(ValueError, match="maxResources of q must be a mapping of memoryMB and vcores"):
         YarnFairScheduler.from_options({"maxResources": {"q": 4096}}, ["q"])
@@ -259,6 +266,26 @@ def test_reduces_are_asked_for_after_the_last_map_as_slss_application_master_doe
     assert record.finish_s is not None and record.finish_s >= reduce_start + 5.0
     # Each hand-over costs at most a heartbeat or two, never minutes: AM, maps, reduce, finish.
     assert record.finish_s - record.submit_s <= 30.0 + 5.0 + 10 * 1.0
+
+
+def test_a_slow_start_below_one_asks_for_the_reduces_once_that_share_of_maps_is_done() -> None:
+    """ceil(0.5 x 4) = 2 maps heard of; with 0 the reduces are asked for with the maps."""
+    for slowstart, maps_before in ((0.5, 2), (0.0, 0)):
+        job = _job("j", [5.0, 5.0, 60.0, 60.0], [5.0])
+        job.reduce_slowstart = slowstart
+        sim = YarnSimulation(_cluster(), [job], yarn_scheduler("fair", {}, [job]), seed=1)
+        asked_at: list[int] = []
+        original = sim._ask
+
+        def spy(master, original=original, asked_at=asked_at):  # type: ignore[no-untyped-def]
+            had = bool(master.to_ask_reduces)
+            original(master)
+            if had and not master.to_ask_reduces:
+                asked_at.append(master.maps_done)
+
+        sim._ask = spy  # type: ignore[method-assign]
+        sim.run()
+        assert asked_at == [maps_before]
 
 
 def test_the_am_container_is_held_while_the_job_runs_and_released_after() -> None:

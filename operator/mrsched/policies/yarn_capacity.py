@@ -73,10 +73,16 @@ class YarnCapacityScheduler:
         """``capacities``, ``maximumCapacity``, ``userLimitFactor``, ``minimumUserLimitPercent`` by queue (percent),
         ``maximumAmResourcePercent``, ``nodeLocalityDelay``; queues the options leave out share what is left."""
 
+        def number(value: object, what: str) -> float:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{what} must be a number, not {value!r}")
+            return float(value)
+
         def per_queue(key: str) -> dict[str, float]:
             value = options.get(key) or {}
-            assert isinstance(value, dict), f"{key} must map queues to numbers"
-            return {str(k): float(v) for k, v in value.items()}
+            if not isinstance(value, dict):
+                raise ValueError(f"{key} must map queue names to numbers, not {value!r}")
+            return {str(k): number(v, f"{key} of {k}") for k, v in value.items()}
 
         capacities = per_queue("capacities")
         names = list(capacities) + sorted(set(queues) - set(capacities))
@@ -91,9 +97,8 @@ class YarnCapacityScheduler:
             per_queue("userLimitFactor"),
             per_queue("minimumUserLimitPercent"),
         )
-        am_percent = options.get("maximumAmResourcePercent", 0.1)
-        delay = options.get("nodeLocalityDelay", 40)
-        assert isinstance(am_percent, int | float) and isinstance(delay, int)
+        am_percent = number(options.get("maximumAmResourcePercent", 0.1), "maximumAmResourcePercent")
+        delay = int(number(options.get("nodeLocalityDelay", 40), "nodeLocalityDelay"))
         return cls(
             {
                 q: CapacityQueue(
@@ -101,7 +106,7 @@ class YarnCapacityScheduler:
                 )
                 for q in names
             },
-            maximum_am_resource_percent=float(am_percent),
+            maximum_am_resource_percent=am_percent,
             node_locality_delay=delay,
         )
 

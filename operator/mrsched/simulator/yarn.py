@@ -266,10 +266,8 @@ class YarnSimulation:
             self._request(master, MAP_PRIORITY, container_resource(job.map_request), master.to_ask_maps)
             master.asked_maps.extend(master.to_ask_maps)
             master.to_ask_maps.clear()
-        slow_start = job.reduce_slowstart * len(job.maps)
-        if master.to_ask_reduces and (
-            master.maps_done >= len(job.maps) or 0 < slow_start <= master.maps_done
-        ):
+        # Hadoop's completedMapsForReduceSlowstart: ceil(slow-start x maps); 0 asks for them with the maps.
+        if master.to_ask_reduces and master.maps_done >= math.ceil(job.reduce_slowstart * len(job.maps)):
             self._request(
                 master, REDUCE_PRIORITY, container_resource(job.reduce_request), master.to_ask_reduces
             )
