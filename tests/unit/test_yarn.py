@@ -255,12 +255,12 @@ def test_reduces_are_asked_for_after_the_last_map_as_slss_application_master_doe
 
     def spy(master, container, now):  # type: ignore[no-untyped-def]
         original(master, container, now)
-        launched.append((now, container.key))
+        launched.append((now, container.kind))
 
     sim._launch = spy  # type: ignore[method-assign]
     result = sim.run()
-    last_map_end = max(t + 30.0 for t, key in launched if "/map/" in key)
-    reduce_start = next(t for t, key in launched if "/reduce/" in key)
+    last_map_end = max(t + 30.0 for t, kind in launched if kind == "map")
+    reduce_start = next(t for t, kind in launched if kind == "reduce")
     assert reduce_start >= last_map_end + 1.0  # reported by the NM, then heard by the AM a heartbeat later
     (record,) = result.jobs
     assert record.finish_s is not None and record.finish_s >= reduce_start + 5.0
@@ -293,7 +293,7 @@ def test_the_am_container_is_held_while_the_job_runs_and_released_after() -> Non
     sim = YarnSimulation(_cluster(1), [job], yarn_scheduler("capacity", {}, [job]), seed=1)
     sim.run()
     assert sim.nodes["node1"].allocated == Res(1024, 1)  # the AM's: released at the node's next heartbeat
-    assert sim._released_am["node1"] and sim._released_am["node1"][0].key == "am"
+    assert sim._released_am["node1"] and sim._released_am["node1"][0].kind == "am"
 
 
 def test_yarn_mode_runs_only_yarns_own_schedulers() -> None:

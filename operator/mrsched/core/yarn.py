@@ -153,6 +153,8 @@ class YarnScheduler(Protocol):
     """What the simulator's YARN mode asks of a queue scheduler (FairScheduler, CapacityScheduler)."""
 
     name: str
+    #: Seconds between runs of :meth:`update` (FairScheduler's update thread); None: it has none.
+    update_interval_s: float | None
 
     def node_update(self, node: YarnNode, apps: list[YarnApp], cluster: Res, nodes: int) -> list[Assignment]:
         """Containers to allocate on ``node`` now (its ``NODE_UPDATE``), each booked as it is made: the node's

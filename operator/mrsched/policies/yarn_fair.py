@@ -97,7 +97,7 @@ def _fair_shares(queues: list[FairQueue], total_mb: int) -> dict[str, int]:
 @dataclass
 class YarnFairScheduler:
     queues: dict[str, FairQueue]
-    update_interval_s: float = 0.5  # yarn.scheduler.fair.update-interval-ms
+    update_interval_s: float | None = 0.5  # yarn.scheduler.fair.update-interval-ms
     name: str = "fair"
     _demand: dict[str, Res] = field(default_factory=dict)  # per app, as of the last update
     _fair_share_mb: dict[str, int] = field(default_factory=dict)  # per queue, as of the last update

@@ -33,7 +33,7 @@ import math
 import random
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from mrsched.core.catalog import expand_layout
 from mrsched.core.model import Job, Resources, Task
@@ -55,6 +55,12 @@ from mrsched.simulator.result import JobRecord, SimulationResult
 from mrsched.simulator.scenario import ClusterSpec
 
 _NM, _AM, _UPDATE = 0, 1, 2
+ContainerKind = Literal["am", "map", "reduce"]
+_KIND_OF: dict[int, ContainerKind] = {
+    AM_PRIORITY: "am",
+    MAP_PRIORITY: "map",
+    REDUCE_PRIORITY: "reduce",
+}
 SLS_AM_RESOURCE = Res(1024, 1)  # yarn.sls.am.container.memory and .vcores (SLSConfiguration)
 
 
@@ -65,7 +71,7 @@ def container_resource(request: Resources) -> Res:
 
 @dataclass
 class _Container:
-    key: str  # task key, or the job id for its AM
+    kind: ContainerKind  # an AM's, or a task's of that kind (its priority says which)
     job: str
     node: str
     resource: Res
@@ -89,7 +95,6 @@ class _AppMaster:
     new_containers: list[_Container] = field(default_factory=list)
     new_completed: list[_Container] = field(default_factory=list)
     response: tuple[list[_Container], list[_Container]] | None = None
-    finished: bool = False
 
 
 class YarnSimulation:
@@ -131,7 +136,7 @@ class YarnSimulation:
         for job in self.jobs:
             self._push(job.submit_s, _AM, job.id)
         self._jobs_by_id = {j.id: j for j in self.jobs}
-        interval = getattr(scheduler, "update_interval_s", None)
+        interval = scheduler.update_interval_s
         if interval:  # the scheduler's update thread runs from the ResourceManager's start: any phase
             self._push(rng.uniform(0.0, interval), _UPDATE, interval)
         self._running: dict[str, list[_Container]] = {n: [] for n in self.nodes}
@@ -206,15 +211,13 @@ class YarnSimulation:
         self._released_am[name] = []
         for assignment in self.scheduler.node_update(node, self._apps, self.cluster_total, len(self.nodes)):
             master = self._masters[assignment.app]
-            container = _Container(
-                "am" if assignment.priority == AM_PRIORITY else "", master.job.id, name, assignment.resource
-            )
-            if assignment.priority == AM_PRIORITY:  # SLS's MockAMLauncher launches it at once
+            kind = _KIND_OF[assignment.priority]
+            container = _Container(kind, master.job.id, name, assignment.resource)
+            if kind == "am":  # SLS's MockAMLauncher launches it at once
                 master.am_container = container
                 self._records[master.job.id].start_s = now
             else:
                 self.locality[assignment.locality] += 1
-                container.key = "map" if assignment.priority == MAP_PRIORITY else "reduce"
                 master.new_containers.append(container)
 
     def _release(self, node: YarnNode, container: _Container) -> None:
@@ -242,11 +245,8 @@ class YarnSimulation:
         if master.response is not None:
             containers, completed = master.response
             master.response = None
-            for container in completed:
-                if container.key.split("/")[-2] == "map":
-                    master.maps_done += 1
-                else:
-                    master.reduces_done += 1
+            master.maps_done += sum(1 for c in completed if c.kind == "map")
+            master.reduces_done += sum(1 for c in completed if c.kind == "reduce")
             job = master.job
             if master.maps_done >= len(job.maps) and master.reduces_done >= len(job.reduces):
                 self._finish(master, now)
@@ -299,23 +299,20 @@ class YarnSimulation:
 
     def _launch(self, master: _AppMaster, container: _Container, now: float) -> None:
         """As MRAMSimulator: a container runs the first task asked of its kind, whichever node it is on."""
-        queue = master.asked_maps if container.key == "map" else master.asked_reduces
+        queue = master.asked_maps if container.kind == "map" else master.asked_reduces
         if not queue:  # SLS ignores a container it has no task for
             return
         task = queue.popleft()
-        container.key = task.key
         held = master.job.map_output_mb if task.kind == "reduce" else {}
         demand = self.dataflow.demand(self._app_of[task.job_id], task, container.node, held)
         seconds = isolated_duration(self.capabilities[container.node], demand)
         container.ends_s = now + seconds
-        task.running = True
         self.tasks_started += 1
         self.work_done_s += seconds
         self._records[task.job_id].task_s += seconds
         self._running[container.node].append(container)
 
     def _finish(self, master: _AppMaster, now: float) -> None:
-        master.finished = True
         record = self._records[master.job.id]
         record.finish_s = now
         self._unfinished -= 1
