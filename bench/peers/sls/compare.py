@@ -159,8 +159,9 @@ def sls(
     cached = RESULTS / f"{trace}-{scheduler}" / name
     if fresh or not cached.exists():
         out = Path(tempfile.mkdtemp(prefix=f"sls-{trace}-{scheduler}-"))
-        jobs, wall = sls_peer.run(TRACES / f"{trace}.json", cluster, scheduler, out, timeout_s=1800)
-        preempted = sls_peer.preempted_containers((out / "sls.log").read_text())
+        jobs, wall, preempted = sls_peer.run(
+            TRACES / f"{trace}.json", cluster, scheduler, out, timeout_s=1800
+        )
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(sls_peer.result_json(scheduler, jobs, wall, preempted), indent=1) + "\n")
     return json.loads(cached.read_text())
@@ -341,14 +342,12 @@ def main(argv: list[str] | None = None) -> int:
         queues = queues_of(trace)
         for scheduler in SCHEDULERS:
             theirs = sls(trace, scheduler, cluster, args.fresh_sls)
-            mine, wall = ours(trace, scheduler, cluster, SEEDS[0])
+            runs = {seed: ours(trace, scheduler, cluster, seed) for seed in SEEDS}
+            mine, wall = runs[SEEDS[0]]
             cmp = agreement(theirs, mine, queues)
             cmp["sls_wall_s"], cmp["ours_wall_s"] = theirs["wallS"], wall
             cmp["preempted_by_sls"] = theirs.get("preemptedContainers")
-            cmp["by_seed"] = {
-                seed: _brief(agreement(theirs, ours(trace, scheduler, cluster, seed)[0], queues))
-                for seed in SEEDS
-            }
+            cmp["by_seed"] = {seed: _brief(agreement(theirs, m, queues)) for seed, (m, _) in runs.items()}
             for n in range(1, args.sls_reruns + 1):
                 sls(trace, scheduler, cluster, args.fresh_sls, f"rerun-{n}.json")
             reruns = sorted((RESULTS / f"{trace}-{scheduler}").glob("rerun-*.json"))

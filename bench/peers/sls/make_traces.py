@@ -111,6 +111,32 @@ def tiny_burst(rng: random.Random) -> list[dict[str, Any]]:
     return sorted(jobs, key=lambda j: (j["job.start.ms"], j["job.id"]))
 
 
+def _rumen_tasks(k: int, kind: str, durations: list[int], begin: int) -> list[dict[str, Any]]:
+    """Job ``k``'s Rumen ``LoggedTask`` records of one kind, all begun at ``begin``, one successful attempt each on
+    a node in turn."""
+    out = []
+    for i, d in enumerate(durations):
+        node = NODES[(k + i) % len(NODES)]
+        attempt = {
+            "hostName": f"/{node['rack']}/{node['name']}",
+            "startTime": begin,
+            "finishTime": begin + d,
+            "result": "SUCCESS",
+            "attemptID": f"attempt_{k:04d}_{kind[0]}_{i:06d}_0",
+        }
+        out.append(
+            {
+                "taskID": f"task_1795000000000_{k:04d}_{kind[0]}_{i:06d}",
+                "taskType": kind.upper(),
+                "startTime": begin,
+                "finishTime": begin + d,
+                "attempts": [attempt],
+                "taskStatus": "SUCCESS",
+            }
+        )
+    return out
+
+
 def rumen(rng: random.Random) -> list[dict[str, Any]]:
     """Rumen ``LoggedJob`` records (the fields RumenToSLSConverter reads), times in ms from an epoch instant."""
     epoch = 1_795_000_000_000
@@ -119,24 +145,6 @@ def rumen(rng: random.Random) -> list[dict[str, Any]]:
         submit = epoch + k * 10_000
         started = submit + 2_000
         queue, user = ("sls_queue_1", "etl") if k % 3 else ("sls_queue_2", "adhoc")
-
-        def tasks(kind: str, durations: list[int], begin: int, k: int = k) -> list[dict[str, Any]]:
-            out = []
-            for i, d in enumerate(durations):
-                node = NODES[(k + i) % len(NODES)]
-                host = f"/{node['rack']}/{node['name']}"
-                attempt = {"hostName": host, "startTime": begin, "finishTime": begin + d, "result": "SUCCESS"}
-                out.append(
-                    {
-                        "taskID": f"task_1795000000000_{k:04d}_{kind[0]}_{i:06d}",
-                        "taskType": kind.upper(),
-                        "startTime": begin,
-                        "finishTime": begin + d,
-                        "attempts": [{**attempt, "attemptID": f"attempt_{k:04d}_{kind[0]}_{i:06d}_0"}],
-                        "taskStatus": "SUCCESS",
-                    }
-                )
-            return out
 
         maps = [rng.randint(10_000, 30_000) for _ in range(rng.randint(6, 24))]
         reduces = [rng.randint(5_000, 15_000) for _ in range(rng.randint(1, 3))]
@@ -151,8 +159,8 @@ def rumen(rng: random.Random) -> list[dict[str, Any]]:
                 "submitTime": submit,
                 "finishTime": finish,
                 "queue": queue,
-                "mapTasks": tasks("map", maps, started),
-                "reduceTasks": tasks("reduce", reduces, map_end),
+                "mapTasks": _rumen_tasks(k, "map", maps, started),
+                "reduceTasks": _rumen_tasks(k, "reduce", reduces, map_end),
                 "outcome": "SUCCESS",
             }
         )

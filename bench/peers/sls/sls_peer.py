@@ -377,8 +377,9 @@ def _port_lock() -> Iterator[None]:
 
 def run(
     trace: Path, cluster: Cluster, scheduler: str, out: Path, timeout_s: float
-) -> tuple[list[SlsJob], float]:
-    """SLS on ``trace`` with ``cluster`` under ``scheduler``; its per-job times and the run's wall seconds."""
+) -> tuple[list[SlsJob], float, int]:
+    """SLS on ``trace`` with ``cluster`` under ``scheduler``: its per-job times, the run's wall seconds and the
+    containers the ResourceManager preempted (:func:`preempted_containers` of its log)."""
     lib = fetch()
     out.mkdir(parents=True, exist_ok=True)
     conf = out / "conf"
@@ -421,7 +422,11 @@ def run(
     csv_path = sls_out / "jobruntime.csv"
     if done.returncode != 0 or not csv_path.exists():
         raise PeerError(f"SLS exited {done.returncode} without jobruntime.csv: see {out / 'stdout.txt'}")
-    return parse_jobruntime(csv_path.read_text(), trace_keys(trace)), wall
+    return (
+        parse_jobruntime(csv_path.read_text(), trace_keys(trace)),
+        wall,
+        preempted_containers(log.read_text()),
+    )
 
 
 def preempted_containers(log_text: str) -> int:
@@ -459,8 +464,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1800.0)
     args = parser.parse_args(argv)
     cluster = Cluster.from_json(json.loads(args.cluster.read_text()))
-    jobs, wall = run(args.trace, cluster, args.scheduler, args.out, args.timeout)
-    result = result_json(args.scheduler, jobs, wall, preempted_containers((args.out / "sls.log").read_text()))
+    jobs, wall, preempted = run(args.trace, cluster, args.scheduler, args.out, args.timeout)
+    result = result_json(args.scheduler, jobs, wall, preempted)
     (args.out / "jobs.json").write_text(json.dumps(result, indent=1) + "\n")
     print(f"SLS {args.scheduler}: {len(jobs)} jobs in {wall:.0f} s of wall time -> {args.out / 'jobs.json'}")
     return 0

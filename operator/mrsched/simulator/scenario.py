@@ -30,6 +30,7 @@ Instead of (or besides) ``jobs``, ``workload.trace`` replays a trace file (``for
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -328,8 +329,8 @@ class ClusterSpec(_Strict):
         unknown = sorted(set(self.slots_by_class) - present)
         if unknown:
             raise ValueError(f"slotsByClass names {', '.join(unknown)}: no node group has that class")
-        names = [node.name for node in expand_layout(self.nodes)]
-        repeated = sorted({name for name in names if names.count(name) > 1})
+        counts = Counter(node.name for node in expand_layout(self.nodes))
+        repeated = sorted(name for name, n in counts.items() if n > 1)
         if repeated:
             raise ValueError(f"node names must be unique: {', '.join(repeated)} name more than one node")
         return self
