@@ -133,6 +133,10 @@ def _run_operator(args: argparse.Namespace) -> int:
         taint_degraded_nodes=args.taint_degraded_nodes,
         degraded_canary_interval_s=args.degraded_canary_interval_s,
         health_write_interval_s=args.health_write_interval_s,
+        allowed_images=tuple(args.allowed_images) if args.allowed_images else None,
+        allow_user_override=args.allow_user_override,
+        allowed_policies=tuple(args.allowed_policies) if args.allowed_policies else None,
+        max_tasks_per_namespace=args.max_tasks_per_namespace,
     )
     run_operator(
         config,
@@ -274,8 +278,40 @@ def build_parser() -> argparse.ArgumentParser:
     run_op.add_argument(
         "--worker-command", help="task command, space-separated (default: python -m mrworker)"
     )
-    run_op.add_argument("--data-claim", help="ReadWriteMany PVC every task mounts at /data")
-    run_op.add_argument("--data-host-path", help="host directory mounted at /data when there is no claim")
+    run_op.add_argument(
+        "--data-claim",
+        help="ReadWriteMany PVC (in each job's namespace) every task mounts at /data (default mrsched-data)",
+    )
+    run_op.add_argument(
+        "--data-host-path",
+        help="instead of a claim, this directory of each node at /data (hostPath: Pod Security baseline refuses it)",
+    )
+    run_op.add_argument(
+        "--allowed-image",
+        action="append",
+        dest="allowed_images",
+        metavar="PREFIX",
+        help="an image prefix a job's workload.image may start with, * for any (repeatable; default: none, so no "
+        "job sets its own image or command)",
+    )
+    run_op.add_argument(
+        "--allow-user-override",
+        action="store_const",
+        const=True,
+        help="let a job's spec.user name someone other than its namespace",
+    )
+    run_op.add_argument(
+        "--allowed-policy",
+        action="append",
+        dest="allowed_policies",
+        metavar="POLICY",
+        help="a policy a job's spec.policy may name (repeatable; default: any)",
+    )
+    run_op.add_argument(
+        "--max-tasks-per-namespace",
+        type=int,
+        help="task pods of one namespace running or pending at once, at most (default 0: no cap)",
+    )
     run_op.add_argument("--prometheus-url", help="Prometheus for node metrics")
     run_op.add_argument("--metrics-node-label", help="series label naming the node (default node)")
     run_op.add_argument(

@@ -20,7 +20,7 @@ from mrsched.localcluster.toolchain import Toolchain
 from mrsched.operator.config import OperatorConfig
 from mrsched.policies import policy_names
 from tests.conftest import EmulateFactory
-from tests.kubehelpers import Kube
+from tests.kubehelpers import Kube, wait_for
 from tests.operatorhelpers import (
     CRDS,
     REPO,
@@ -46,6 +46,9 @@ HEADER = (
 #: Policies that need the simulator's hidden physics; the operator cannot run them.
 SIMULATOR_ONLY = {"greedy-informed"}
 LEASE = "mrsched-leader"
+#: The chart's default data volume: a claim of this name in each job's namespace.
+DATA_CLAIM = "mrsched-data"
+MODES = ("enforce", "warn", "audit")
 
 
 class Helm:
@@ -108,6 +111,10 @@ def test_chart_lints_strictly_and_renders_a_least_privilege_operator(helm: Helm)
             "RoleBinding",
             "Role",  # Node Events, in namespace default
             "RoleBinding",
+            "Role",  # jobs and their pods in the one watched namespace, default
+            "RoleBinding",
+            "ValidatingAdmissionPolicy",  # the job policy (docs/security.md)
+            "ValidatingAdmissionPolicyBinding",
             "Service",
             "Deployment",
         ]
@@ -132,12 +139,28 @@ def test_chart_lints_strictly_and_renders_a_least_privilege_operator(helm: Helm)
     env = env_of(deploy)
     assert env["MRSCHED_POLICY"] == "fair"
     assert env["MRSCHED_NODE_SELECTOR"] == "mrsched.dev/worker=true"
-    assert env["MRSCHED_NAMESPACES"] == ""
+    assert env["MRSCHED_NAMESPACES"] == "default"
+    assert env["MRSCHED_ALLOWED_IMAGES"] == "" and env["MRSCHED_ALLOW_USER_OVERRIDE"] == "false"
+    assert env["MRSCHED_DATA_CLAIM"] == "mrsched-data" and env["MRSCHED_DATA_HOST_PATH"] == ""
     assert env["MRSCHED_WORKER_IMAGE"] == "ghcr.io/mrsched/worker:0.1.0"
     assert env["MRSCHED_BIND_ADDRESS"] == "0.0.0.0"
     assert env["MRSCHED_LEASE_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
 
-    # Cluster-wide by default: the job rules in the ClusterRole, only the Lease in a Role.
+    # Namespaced by default: pods are created and deleted only in the watched namespace.
+    (cluster_role,) = by_kind(docs, "ClusterRole")
+    granted = {(r, v) for rule in cluster_role["rules"] for r in rule["resources"] for v in rule["verbs"]}
+    assert {v for r, v in granted if r == "pods"} == {"list"}
+    (binding,) = by_kind(docs, "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    assert binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"] == [
+        "default"
+    ]
+
+    # Cluster-wide on request (watchNamespaces empty): the job rules in the ClusterRole, only the Lease in a Role.
+    docs = helm.render("--set-json", "watchNamespaces=[]")
+    assert env_of(by_kind(docs, "Deployment")[0])["MRSCHED_NAMESPACES"] == ""
+    (binding,) = by_kind(docs, "ValidatingAdmissionPolicyBinding")
+    assert "matchResources" not in binding["spec"], "the job policy holds in every namespace"
     (cluster_role,) = by_kind(docs, "ClusterRole")
     granted = {(r, v) for rule in cluster_role["rules"] for r in rule["resources"] for v in rule["verbs"]}
     assert ("mapreducejobs/status", "patch") in granted and ("pods", "create") in granted
@@ -217,10 +240,12 @@ def test_the_deployments_environment_is_a_valid_operator_configuration(helm: Hel
             if k not in process_only
         }
     )
-    # Apart from the image tag and the release namespace for probes, the chart's defaults are the operator's.
-    assert defaults.model_dump(exclude={"worker_image", "probe_namespace"}) == OperatorConfig().model_dump(
-        exclude={"worker_image", "probe_namespace"}
-    )
+    # Apart from the image tag, the release namespace for probes and the watched namespaces (the chart installs
+    # namespaced, watching `default`; the bare operator watches what --namespace names, else all), the chart's
+    # defaults are the operator's.
+    differ = {"worker_image", "probe_namespace", "namespaces"}
+    assert defaults.model_dump(exclude=differ) == OperatorConfig().model_dump(exclude=differ)
+    assert defaults.namespaces == ("default",)
 
 
 def _downward(env: dict[str, Any]) -> dict[str, Any]:
@@ -242,6 +267,9 @@ def _downward(env: dict[str, Any]) -> dict[str, Any]:
         (("--set", "image.pullPolicy=Sometimes"), "/image/pullPolicy"),
         (("--set", "watchNamespaces={Not_A_Namespace}"), "/watchNamespaces/0"),
         (("--set", "polcy=fifo"), "polcy"),
+        (("--set", "data.hostPath=/srv/data"), "data.claim and data.hostPath are both set"),
+        (("--set", "jobPolicy.allowedPolicies={bogus}"), "/jobPolicy/allowedPolicies/0"),
+        (("--set", "jobPolicy.allowedImages={a b}"), "/jobPolicy/allowedImages/0"),
     ],
 )
 def test_values_schema_rejects_bad_values_with_a_message(
@@ -419,7 +447,60 @@ def service_account_kubeconfig(kube: Kube, namespace: str, account: str, path: P
     return path
 
 
-def test_operator_runs_a_job_with_only_the_charts_permissions(
+def restrict(kube: Kube, namespace: str) -> None:
+    """Make ``namespace`` enforce Pod Security "restricted", as docs/security.md tells tenants to, and give it
+    the data claim the chart's default mounts: a ReadWriteMany PersistentVolumeClaim bound by the real
+    kube-controller-manager to a PersistentVolume (the emulated kubelet runs every volume from its data
+    directory, as a real one runs it from the volume's storage)."""
+    kube.kubectl(
+        "label", "namespace", namespace, *(f"pod-security.kubernetes.io/{m}=restricted" for m in MODES)
+    )
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": f"data-{namespace}"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "manual",
+            "hostPath": {"path": f"/srv/mrsched/{namespace}"},  # a PV's source; Pod Security checks pods
+            "claimRef": {"namespace": namespace, "name": DATA_CLAIM},
+        },
+    }
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": DATA_CLAIM, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "manual",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([volume, claim]))
+    wait_for(
+        lambda: (
+            kube.kubectl("get", "pvc", DATA_CLAIM, "-n", namespace, "-o", "jsonpath={.status.phase}").stdout
+            == "Bound"
+        ),
+        30,
+        "the data claim bound",
+    )
+    # What the namespace now refuses: a pod with the old defaults (no seccomp profile, a hostPath volume).
+    old = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "old-task", "namespace": namespace},
+        "spec": {
+            "containers": [{"name": "task", "image": "w", "securityContext": {"runAsNonRoot": True}}],
+            "volumes": [{"name": "data", "hostPath": {"path": "/var/lib/mrsched/data"}}],
+        },
+    }
+    refused = kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(old), check=False)
+    assert refused.returncode != 0 and 'violates PodSecurity "restricted' in refused.stderr, refused.stderr
+
+
+def test_operator_runs_a_job_in_a_restricted_namespace_with_only_the_charts_permissions(
     kube: Kube,
     namespace: str,
     account: str,
@@ -427,6 +508,7 @@ def test_operator_runs_a_job_with_only_the_charts_permissions(
     toolchain: Toolchain,
     tmp_path: Path,
 ) -> None:
+    restrict(kube, namespace)
     config = service_account_kubeconfig(kube, namespace, account, tmp_path / "sa.kubeconfig")
     whoami = Kube(config, toolchain.kubectl)
     try:
@@ -458,8 +540,31 @@ def test_operator_runs_a_job_with_only_the_charts_permissions(
         job = wait_phase(kube, namespace, "wordcount", ("Succeeded", "Failed"), 90)
         assert job["status"]["phase"] == "Succeeded", (job["status"], operator.logs()[-4000:])
         assert read_counts(data / "out" / "wc") == Counter(input_bytes(corpus).split())
-        for pod in task_pods(kube, namespace, "wordcount"):
+        pods = task_pods(kube, namespace, "wordcount")
+        assert len(pods) == 4, "two maps, a reduce and the job commit, all admitted as restricted"
+        for pod in pods:
             assert pod["spec"]["nodeName"] in nodes.nodes
+            assert pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == DATA_CLAIM
+
+        # The operator checks the job policy itself: with the admission policy gone, a job with an image the
+        # admin did not allow is refused by the operator, and none of its pods is created.
+        kube.kubectl("delete", "validatingadmissionpolicybinding", f"{account}-{namespace}-jobs")
+        evil = job_manifest(
+            "evil",
+            workload={
+                "app": "custom",
+                "image": "evil.example/miner:latest",
+                "command": ["sh", "-c", "rm -rf /data/*"],
+            },
+            output={"path": "out/evil"},
+            maps=1,
+            reduces=1,
+        )
+        wait_for(lambda: apply(kube, namespace, evil, check=False).returncode == 0, 30, "the binding gone")
+        job = wait_phase(kube, namespace, "evil", ("Succeeded", "Failed"), 30)
+        assert job["status"]["reason"] == "NotAllowed", job["status"]
+        assert "evil.example/miner:latest" in job["status"]["message"]
+        assert task_pods(kube, namespace, "evil") == []
         lease = json.loads(kube.kubectl("get", "lease", LEASE, "-n", namespace, "-o", "json").stdout)
         assert lease["spec"]["holderIdentity"]
         events = json.loads(
@@ -513,6 +618,8 @@ def test_what_the_chart_does_not_grant_is_refused(
             ("patch", "nodes"),
             ("get", "secrets", "-n", namespace),
             ("create", "pods", "-n", "default"),  # only the watched namespace
+            ("create", "pods", "-n", "kube-system"),
+            ("list", "secrets", "--all-namespaces"),
             ("watch", "pods", "--all-namespaces"),
             ("patch", "pods", "-n", "default"),  # only the watched namespace
             ("get", "pods", "-n", namespace),
@@ -531,6 +638,8 @@ def test_what_the_chart_does_not_grant_is_refused(
         # Authorization comes before the lookup: a real node or not, the delete is refused.
         node = nodes[0]["metadata"]["name"] if nodes else "no-such-node"
         for attempt in (
+            ("run", "escalate", "-n", "kube-system", "--image=registry.k8s.io/pause:3.10", "--restart=Never"),
+            ("get", "secrets", "-n", "kube-system"),
             ("delete", "node", node, "--wait=false"),
             ("create", "secret", "generic", "stolen", "-n", namespace, "--from-literal=k=v"),
             ("get", "secrets", "-n", namespace),
@@ -539,5 +648,52 @@ def test_what_the_chart_does_not_grant_is_refused(
             assert result.returncode != 0 and "forbidden" in result.stderr.lower(), (attempt, result.stderr)
         if nodes:
             assert kube.node(node) is not None, "the node is still there"
+        assert kube.kubectl("get", "pod", "escalate", "-n", "kube-system", "--ignore-not-found").stdout == ""
     finally:
         sa.close()
+
+
+def test_a_job_outside_the_admins_job_policy_is_refused_at_admission(
+    kube: Kube, namespace: str, account: str
+) -> None:
+    """The chart's ValidatingAdmissionPolicy, with its defaults: no job brings its own image or command, and
+    spec.user is the namespace. Whoever submits (here the cluster admin), the apiserver refuses and says why."""
+    evil = job_manifest(
+        "evil",
+        workload={
+            "app": "custom",
+            "image": "evil.example/miner:latest",
+            "command": ["sh", "-c", "rm -rf /data/*"],
+        },
+        output={"path": "out/evil"},
+        maps=1,
+        reduces=1,
+    )
+
+    # The apiserver loads a new policy asynchronously: a create just after the install may still pass. A
+    # server-side dry run goes through admission and stores nothing.
+    def refused() -> bool:
+        dry = ("create", "--dry-run=server", "-n", namespace, "-f", "-")
+        return kube.kubectl(*dry, stdin=yaml.safe_dump(evil), check=False).returncode != 0
+
+    wait_for(refused, 30, "the job policy in force")
+    refusals = {
+        "evil.example/miner:latest is not allowed on this cluster": evil,
+        "workload.command needs a workload.image": job_manifest(
+            "cmd", workload={"app": "pi", "command": ["sh"]}, output={"path": "o"}, maps=1, reduces=1
+        ),
+        "spec.user alice differs from the job namespace": job_manifest(
+            "alice", workload={"app": "pi"}, output={"path": "o"}, maps=1, reduces=1, user="alice"
+        ),
+    }
+    for message, manifest in refusals.items():
+        result = apply(kube, namespace, manifest, check=False)
+        assert result.returncode != 0 and message in result.stderr, (message, result.stderr)
+        assert "ValidatingAdmissionPolicy" in result.stderr
+    allowed = job_manifest(
+        "mine", workload={"app": "pi"}, output={"path": "o"}, maps=1, reduces=1, user=namespace
+    )
+    apply(kube, namespace, allowed)
+    assert kube.kubectl("get", "mrj", "-n", namespace, "-o", "name").stdout.split() == [
+        "mapreducejob.mrsched.dev/mine"
+    ]

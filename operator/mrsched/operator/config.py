@@ -6,12 +6,15 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mrsched.core.metrics import FIELDS
 from mrsched.core.probes import PROBE_REPEATS
 from mrsched.operator.nodemetrics import DEFAULT_QUERIES, MetricsSettings
 from mrsched.policies import policy_names
+
+#: The data volume's claim when neither a claim nor a host path is configured.
+DEFAULT_DATA_CLAIM = "mrsched-data"
 
 
 class OperatorConfig(BaseModel):
@@ -32,10 +35,23 @@ class OperatorConfig(BaseModel):
     #: The container command; the image's entrypoint runs the same program.
     worker_command: tuple[str, ...] = ("python", "-m", "mrworker")
     image_pull_policy: str = "IfNotPresent"
-    #: The shared data volume every task mounts at ``data_mount``: a ReadWriteMany claim, else a host path.
-    data_claim: str = ""
-    data_host_path: str = "/var/lib/mrsched/data"
+    #: The shared data volume every task mounts at ``data_mount``: a ReadWriteMany PersistentVolumeClaim of
+    #: this name in each job's namespace, or, only when the admin sets ``data_host_path``, which then replaces
+    #: the claim, a directory of each node (a hostPath volume, which Pod Security "baseline" and "restricted"
+    #: refuse).
+    data_claim: str = DEFAULT_DATA_CLAIM
+    data_host_path: str = ""
     data_mount: str = "/data"
+    #: The admin's job policy (operator/jobpolicy.py, docs/security.md). Image prefixes a job's
+    #: ``workload.image`` may start with (``*``: any); empty: no job may set its own image or command.
+    allowed_images: tuple[str, ...] = ()
+    #: A job may name a ``spec.user`` other than its namespace (whose share it draws on under lsps).
+    allow_user_override: bool = False
+    #: Policies a job's ``spec.policy`` may name; empty: any.
+    allowed_policies: tuple[str, ...] = ()
+    #: Task pods of one namespace's jobs running or pending at once, at most; 0: no cap. A namespace's
+    #: ResourceQuota caps them too (a pod the quota refuses is placed again later, docs/security.md).
+    max_tasks_per_namespace: int = Field(0, ge=0)
     #: Retry backoff of a failed task attempt: base * 2^(failures-1), capped.
     backoff_base_s: float = Field(2.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)
@@ -106,6 +122,20 @@ class OperatorConfig(BaseModel):
         if name not in policy_names():
             raise ValueError(f"unknown policy {name!r}; known: {', '.join(policy_names())}")
         return name
+
+    @model_validator(mode="after")
+    def _one_data_volume(self) -> OperatorConfig:
+        if self.data_claim not in ("", DEFAULT_DATA_CLAIM) and self.data_host_path:
+            raise ValueError("set data_claim or data_host_path, not both: tasks mount one data volume")
+        return self
+
+    @field_validator("allowed_policies")
+    @classmethod
+    def _known_policies(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [n for n in names if n not in policy_names()]
+        if unknown:
+            raise ValueError(f"unknown policies {unknown}; known: {', '.join(policy_names())}")
+        return names
 
     @field_validator("metrics_queries")
     @classmethod

@@ -28,6 +28,9 @@ class InvalidSpec(ValueError):
     """A spec the CRD schema let through that the operator cannot run (a malformed quantity): the job fails with
     this message (reason ``InvalidSpec``) and every other job goes on."""
 
+    #: The job's status.reason when it is refused.
+    reason = "InvalidSpec"
+
 
 @dataclass(frozen=True)
 class Split:
@@ -54,6 +57,8 @@ class JobSpec:
     image: str = ""
     command: tuple[str, ...] = ()
     user: str = "default"
+    #: spec.user was written (``user`` is the namespace otherwise).
+    user_set: bool = False
     queue: str = "default"
     priority: int = 0
     policy: str = ""
@@ -61,6 +66,9 @@ class JobSpec:
     reduce_hints: Hints = field(default_factory=Hints)
     map_resources: Resources = field(default_factory=Resources)
     reduce_resources: Resources = field(default_factory=Resources)
+    #: Ephemeral storage (logs, the writable layer) per task, requested and the limit.
+    map_ephemeral_mb: float = 256.0
+    reduce_ephemeral_mb: float = 256.0
     backoff_limit: int = 3
     #: A task attempt running longer is killed by the kubelet (pod activeDeadlineSeconds, reason
     #: DeadlineExceeded) and counts as a failed attempt, as Hadoop's mapreduce.task.timeout does.
@@ -122,6 +130,7 @@ class JobSpec:
             command=tuple(workload.get("command") or ()),
             # The job's owner for per-user policies (lsps): spec.user, else its namespace (a tenant per namespace).
             user=spec.get("user") or meta.get("namespace", "default"),
+            user_set=bool(spec.get("user")),
             queue=spec.get("queue", "default"),
             priority=int(spec.get("priority", 0)),
             policy=spec.get("policy", ""),
@@ -129,6 +138,8 @@ class JobSpec:
             reduce_hints=_hints(hints.get("reduce")),
             map_resources=_resources(resources.get("map"), "map"),
             reduce_resources=_resources(resources.get("reduce"), "reduce"),
+            map_ephemeral_mb=_ephemeral_mb(resources.get("map"), "map"),
+            reduce_ephemeral_mb=_ephemeral_mb(resources.get("reduce"), "reduce"),
             backoff_limit=int(spec.get("backoffLimit", 3)),
             task_deadline_s=spec.get("taskDeadlineSeconds"),
             reduce_slowstart=float(spec.get("reduceSlowStart", 0.05)),
@@ -171,6 +182,17 @@ def _resources(raw: dict[str, Any] | None, kind: str) -> Resources:
         if not 0 < values[name] < float("inf"):
             raise InvalidSpec(f"spec.resources.{kind}.{name}: {value!r} must be a positive quantity")
     return Resources(cpu=values["cpu"], memory_mb=values["memory"])
+
+
+def _ephemeral_mb(raw: dict[str, Any] | None, kind: str) -> float:
+    value = (raw or {}).get("ephemeralStorage", "256Mi")
+    try:
+        mb = parse_memory_mb(value)
+    except ValueError as err:
+        raise InvalidSpec(f"spec.resources.{kind}.ephemeralStorage: {err}") from err
+    if not 0 < mb < float("inf"):
+        raise InvalidSpec(f"spec.resources.{kind}.ephemeralStorage: {value!r} must be a positive quantity")
+    return mb
 
 
 def quantity(value: str | int | float) -> Decimal:

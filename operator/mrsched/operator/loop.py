@@ -28,7 +28,7 @@ from kubernetes.client.exceptions import ApiException
 
 from mrsched.core.model import Explanation, Job, Node, Placement
 from mrsched.core.policy import Policy, registered
-from mrsched.operator import fit
+from mrsched.operator import fit, jobpolicy
 from mrsched.operator import snapshot as snap
 from mrsched.operator.canary import CanaryGate, busy_nodes, canary_explanation, canary_spec
 from mrsched.operator.config import OperatorConfig
@@ -162,9 +162,12 @@ class SchedulingLoop:
         states: list[tuple[dict[str, Any], JobState]] = []
         for body in bodies:
             try:
-                states.append((body, JobState.build(body, attempts.get(body["metadata"]["uid"], []))))
+                state = JobState.build(body, attempts.get(body["metadata"]["uid"], []))
+                if not state.status.get("tasks"):  # not started: the admin's job policy decides (jobpolicy)
+                    jobpolicy.check(state.spec, self.config)
+                states.append((body, state))
             except InvalidSpec as err:
-                phases[self.reconciler.refuse(body, str(err), now)] += 1
+                phases[self.reconciler.refuse(body, str(err), now, err.reason)] += 1
 
         active: list[tuple[dict[str, Any], JobState]] = []
         racks = {name: info.node.rack for name, info in workers.items()}
@@ -354,6 +357,7 @@ class SchedulingLoop:
             if unfit:  # pending again next round; the policy hears of it then (LearningFeed.core_job)
                 log.debug("%s: %d of %d placements did not fit their node", name, unfit, len(placements))
         creations += self._commits(active, usable, used, now)
+        creations = jobpolicy.within_namespace_caps(creations, task_pods, self.config.max_tasks_per_namespace)
         stats.created += self.pod_writes.create_pods(active, creations, now)
 
     def _fits(

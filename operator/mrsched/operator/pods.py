@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from mrsched.core.model import Explanation
 from mrsched.core.report import TaskReport
-from mrsched.operator.config import OperatorConfig
+from mrsched.operator.config import DEFAULT_DATA_CLAIM, OperatorConfig
 from mrsched.operator.jobspec import API_GROUP, API_VERSION, KIND, JobSpec
 
 #: ``commit`` is the job commit (the worker's ``commit-job``) that runs once every task has succeeded.
@@ -29,6 +29,7 @@ REJECTIONS = (
     "OutOfcpu",
     "OutOfmemory",
     "OutOfpods",
+    "OutOfephemeral-storage",
     "NodeAffinity",
     "NodeLost",
     "Evicted",
@@ -45,21 +46,53 @@ FATAL_WAITING = ("InvalidImageName",)
 TRANSIENT_WAITING = ("ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError")
 
 
-#: Every worker container (tasks, job commit, probes): non-root, read-only root, no privileges.
+#: The worker image's non-root user and group (workers/Dockerfile).
+WORKER_UID = 65532
+#: Every worker container (tasks, job commit, probes): what Pod Security "restricted" asks of a container
+#: (non-root, no privilege escalation, every capability dropped, the runtime's default seccomp profile), and a
+#: read-only root filesystem.
 WORKER_SECURITY: dict[str, Any] = {
     "runAsNonRoot": True,
-    "runAsUser": 65532,
+    "runAsUser": WORKER_UID,
+    "runAsGroup": WORKER_UID,
     "readOnlyRootFilesystem": True,
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+#: Every worker pod's: the same at pod level, and fsGroup so that a claim's volume is writable by the worker.
+WORKER_POD_SECURITY: dict[str, Any] = {
+    "runAsNonRoot": True,
+    "runAsUser": WORKER_UID,
+    "runAsGroup": WORKER_UID,
+    "fsGroup": WORKER_UID,
+    "seccompProfile": {"type": "RuntimeDefault"},
 }
 
 
 def data_volume(config: OperatorConfig) -> dict[str, Any]:
-    """The shared data volume every worker pod mounts: the ReadWriteMany claim, else the host path."""
-    if config.data_claim:
-        return {"name": DATA_VOLUME, "persistentVolumeClaim": {"claimName": config.data_claim}}
-    return {"name": DATA_VOLUME, "hostPath": {"path": config.data_host_path, "type": "DirectoryOrCreate"}}
+    """The shared data volume every worker pod mounts: the ReadWriteMany claim, or the node directory the
+    admin opted into. ``Directory``, not ``DirectoryOrCreate``: the kubelet would create a missing one owned by
+    root, 0755, which the worker's user cannot write; the admin creates it owned by 65532 (docs/security.md)."""
+    if config.data_host_path:
+        return {"name": DATA_VOLUME, "hostPath": {"path": config.data_host_path, "type": "Directory"}}
+    return {
+        "name": DATA_VOLUME,
+        "persistentVolumeClaim": {"claimName": config.data_claim or DEFAULT_DATA_CLAIM},
+    }
+
+
+def worker_resources(cpu: float, memory_mb: float, ephemeral_mb: float) -> dict[str, Any]:
+    """Requests and equal limits of a worker container: CPU, memory and ephemeral storage (its logs and
+    writable layer; the task's data is on the data volume). Limits equal to requests give the pod the
+    Guaranteed QoS class: it is throttled at what it was placed for, never evicted first under memory pressure,
+    and one job cannot fill a node's disk with logs."""
+    amounts = {
+        "cpu": f"{max(1, round(cpu * 1000))}m",
+        "memory": f"{max(1, round(memory_mb))}Mi",
+        "ephemeral-storage": f"{max(1, round(ephemeral_mb))}Mi",
+    }
+    return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
 def pod_name(job: str, uid: str, kind: TaskType, index: int, attempt: int) -> str:
@@ -85,6 +118,7 @@ def task_pod(
 ) -> dict[str, Any]:
     """The pod of one task attempt; ``node`` None leaves placement to kube-scheduler (policy kube-default)."""
     resources = spec.map_resources if kind == "map" else spec.reduce_resources
+    ephemeral_mb = spec.map_ephemeral_mb if kind == "map" else spec.reduce_ephemeral_mb
     annotations = {}
     if explanation is not None:
         annotations[PLACEMENT_ANNOTATION] = json.dumps(
@@ -108,10 +142,7 @@ def task_pod(
             # replacement never shares a file with a predecessor that may still run on a NotReady node.
             {"name": "MRSCHED_ATTEMPT_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
         ],
-        "resources": {
-            "requests": {"cpu": f"{int(resources.cpu * 1000)}m", "memory": f"{int(resources.memory_mb)}Mi"},
-            "limits": {"memory": f"{int(resources.memory_mb)}Mi"},
-        },
+        "resources": worker_resources(resources.cpu, resources.memory_mb, ephemeral_mb),
         "volumeMounts": [{"name": DATA_VOLUME, "mountPath": config.data_mount}],
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "securityContext": WORKER_SECURITY,
@@ -119,6 +150,7 @@ def task_pod(
     volume = data_volume(config)
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
+        "securityContext": WORKER_POD_SECURITY,
         "containers": [container],
         "volumes": [volume],
         "terminationGracePeriodSeconds": 10,

@@ -25,7 +25,14 @@ from mrsched.core.report import TaskReport
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobspec import API_GROUP, API_VERSION
 from mrsched.operator.kubeapi import ClusterApi
-from mrsched.operator.pods import DATA_VOLUME, WORKER_SECURITY, data_volume, parse_time
+from mrsched.operator.pods import (
+    DATA_VOLUME,
+    WORKER_POD_SECURITY,
+    WORKER_SECURITY,
+    data_volume,
+    parse_time,
+    worker_resources,
+)
 from mrsched.operator.profiles import NODE_KIND, ProfileStore, utc_stamp
 from mrsched.operator.snapshot import NodeInfo
 
@@ -86,6 +93,7 @@ def probe_pod(
         },
         "spec": {
             "restartPolicy": "Never",
+            "securityContext": WORKER_POD_SECURITY,
             "nodeName": node,
             "schedulerName": config.scheduler_name,
             "containers": [
@@ -96,10 +104,7 @@ def probe_pod(
                     "command": list(config.worker_command),
                     "args": ["probe"],
                     "env": [{"name": k, "value": v} for k, v in env.items()],
-                    "resources": {
-                        "requests": {"cpu": "1", "memory": "256Mi"},
-                        "limits": {"memory": "256Mi"},
-                    },
+                    "resources": worker_resources(1.0, 256, 64),
                     "volumeMounts": [{"name": DATA_VOLUME, "mountPath": config.data_mount}],
                     "terminationMessagePolicy": "FallbackToLogsOnError",
                     "securityContext": WORKER_SECURITY,

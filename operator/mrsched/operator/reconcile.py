@@ -137,17 +137,20 @@ class JobReconciler:
         state.status = new
         return verdict.phase
 
-    def refuse(self, body: dict[str, Any], message: str, now: float) -> str:
-        """A job whose spec cannot run (jobspec.InvalidSpec): Failed, saying why, once; other jobs go on."""
+    def refuse(self, body: dict[str, Any], message: str, now: float, reason: str = "InvalidSpec") -> str:
+        """A job whose spec cannot run (jobspec.InvalidSpec) or is not allowed here (jobpolicy.NotAllowed):
+        Failed with ``reason``, saying why, once; other jobs go on."""
         old = dict(body.get("status") or {})
-        if old.get("reason") == "InvalidSpec":
+        if old.get("reason") == reason:
             return "Failed"
         meta = body["metadata"]
         log.warning("%s/%s cannot run: %s", meta["namespace"], meta["name"], message)
         self.metrics.job_errors.labels("spec").inc()
         try:
-            self.api.patch_job_status(meta["namespace"], meta["name"], job_status.invalid(old, message, now))
-            self.api.event(body, "Warning", "InvalidSpec", message)
+            self.api.patch_job_status(
+                meta["namespace"], meta["name"], job_status.invalid(old, message, now, reason)
+            )
+            self.api.event(body, "Warning", reason, message)
         except LeadershipLost:
             raise  # no more writes this round (leader.py)
         except Exception as err:  # written again next round

@@ -254,21 +254,21 @@ def compute(
     return status, transitions
 
 
-def invalid(old: dict[str, Any], message: str, now: float) -> dict[str, Any]:
-    """The status of a job whose spec the operator cannot run (``jobspec.InvalidSpec``): Failed, reason
-    InvalidSpec, saying why; the spec is immutable, so it never runs."""
+def invalid(old: dict[str, Any], message: str, now: float, reason: str = "InvalidSpec") -> dict[str, Any]:
+    """The status of a job whose spec the operator cannot run (``jobspec.InvalidSpec``) or may not run
+    (``jobpolicy.NotAllowed``): Failed with ``reason``, saying why; the spec is immutable, so it never runs."""
     previous = {c["type"]: c for c in old.get("conditions") or []}.get("Failed")
     since = previous["lastTransitionTime"] if previous and previous.get("status") == "True" else rfc3339(now)
     return {
         "phase": "Failed",
-        "reason": "InvalidSpec",
+        "reason": reason,
         "message": message,
         "completionTime": old.get("completionTime") or rfc3339(now),
         "conditions": [
             {
                 "type": "Failed",
                 "status": "True",
-                "reason": "InvalidSpec",
+                "reason": reason,
                 "message": message,
                 "lastTransitionTime": since,
             }
