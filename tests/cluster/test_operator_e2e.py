@@ -409,3 +409,55 @@ def test_a_stopped_leader_hands_the_lease_over_at_once(
         assert time.monotonic() - stopped < 8.0
     finally:
         standby.stop()
+
+
+def test_a_namespace_quota_and_the_operators_task_cap_bound_a_tenant_without_failing_its_jobs(
+    kube: Kube, namespace: str, emulate: EmulateFactory, tmp_path: Path
+) -> None:
+    """A ResourceQuota of 2 pods: the apiserver refuses the operator's third pod, the task waits and runs later,
+    the job succeeds. Then, the quota gone, the operator's own cap (3 per namespace) holds on nodes with room for
+    many more: never more than 3 of the namespace's task pods live at once."""
+    apply_crds(kube)
+    emulate({"large": 2}, mode="process")
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "tasks", "namespace": namespace},
+        "spec": {"hard": {"pods": "2"}},
+    }
+    kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(quota))
+    operator = start_operator(kube, namespace, tmp_path / "logs", extra=("--max-tasks-per-namespace", "3"))
+    pi: dict[str, Any] = dict(workload={"app": "pi", "parameters": {"samples": 1000000}}, reduces=1)
+    most = 0
+
+    def live_tasks() -> int:
+        pods = task_pods(kube, namespace, "capped")
+        return sum(p["status"].get("phase") in ("Pending", "Running") for p in pods)
+
+    try:
+        apply(
+            kube, namespace, job_manifest("quota", maps=6, output={"path": "q"}, resources=SMALL_TASKS, **pi)
+        )
+        job = wait_phase(kube, namespace, "quota", ("Succeeded", "Failed"), 180)
+        assert job["status"]["phase"] == "Succeeded", (job["status"], operator.logs()[-3000:])
+        assert 'mrsched_binding_errors_total{reason="ResourceQuota"}' in operator.metrics()
+        kube.kubectl("delete", "resourcequota", "tasks", "-n", namespace)
+
+        apply(
+            kube,
+            namespace,
+            job_manifest("capped", maps=10, output={"path": "c"}, resources=SMALL_TASKS, **pi),
+        )
+        deadline = time.monotonic() + 180
+        while (get_job(kube, namespace, "capped").get("status") or {}).get("phase") not in (
+            "Succeeded",
+            "Failed",
+        ):
+            assert time.monotonic() < deadline, "the capped job did not finish"
+            most = max(most, live_tasks())
+            time.sleep(0.2)
+        status = get_job(kube, namespace, "capped")["status"]
+        assert status["phase"] == "Succeeded", status
+    finally:
+        operator.stop()
+    assert most == 3, f"at most 3 live task pods, and the cap was reached: saw {most}"

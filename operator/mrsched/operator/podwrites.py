@@ -128,6 +128,12 @@ class PodWrites:
         except Exception as err:  # the next round places the task again
             reason = type(err).__name__
             status = getattr(err, "status", None)
+            if status == 403 and "exceeded quota" in _status_message(err):
+                # The namespace's ResourceQuota is full: the task stays pending and is placed again once the
+                # tenant's running pods end (docs/security.md); the job is not failed for it.
+                self.metrics.bind_errors.labels("ResourceQuota").inc()
+                log.info("pod %s waits for its namespace's quota: %s", pod["metadata"]["name"], _status_message(err))
+                return 0, ""
             self.metrics.bind_errors.labels(f"{reason}{status or ''}").inc()
             log.warning("creating pod %s failed: %s", pod["metadata"]["name"], err)
             if status == 422:
