@@ -149,7 +149,7 @@ def test_chart_lints_strictly_and_renders_a_least_privilege_operator(helm: Helm)
     # Namespaced by default: pods are created and deleted only in the watched namespace.
     (cluster_role,) = by_kind(docs, "ClusterRole")
     granted = {(r, v) for rule in cluster_role["rules"] for r in rule["resources"] for v in rule["verbs"]}
-    assert {v for r, v in granted if r == "pods"} == {"list"}
+    assert {v for r, v in granted if r == "pods"} == {"list", "watch"}  # read-only, cluster-wide
     (binding,) = by_kind(docs, "ValidatingAdmissionPolicyBinding")
     assert binding["spec"]["validationActions"] == ["Deny"]
     assert binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"] == [
@@ -183,8 +183,8 @@ def test_chart_lints_strictly_and_renders_a_least_privilege_operator(helm: Helm)
     docs = helm.render("--set", "watchNamespaces={jobs-a,jobs-b}", "--set", "serviceMonitor.enabled=true")
     (cluster_role,) = by_kind(docs, "ClusterRole")
     assert [(rule["resources"], rule["verbs"]) for rule in cluster_role["rules"]] == [
-        (["nodes"], ["list"]),
-        (["pods"], ["list"]),
+        (["nodes"], ["list", "watch"]),
+        (["pods"], ["list", "watch"]),
         (["customresourcedefinitions"], ["list", "watch"]),
         (["nodeprofiles", "appprofiles", "policyprofiles"], ["list", "create"]),
         (["nodeprofiles/status", "appprofiles/status", "policyprofiles/status"], ["patch"]),
@@ -602,6 +602,8 @@ def test_what_the_chart_does_not_grant_is_refused(
         granted = [
             ("list", "nodes"),
             ("list", "pods", "--all-namespaces"),
+            ("watch", "pods", "--all-namespaces"),  # read-only: what takes each worker's capacity
+            ("watch", "nodes"),
             ("watch", "customresourcedefinitions.apiextensions.k8s.io"),
             ("watch", "namespaces"),
             ("create", "pods", "-n", namespace),
@@ -620,7 +622,6 @@ def test_what_the_chart_does_not_grant_is_refused(
             ("create", "pods", "-n", "default"),  # only the watched namespace
             ("create", "pods", "-n", "kube-system"),
             ("list", "secrets", "--all-namespaces"),
-            ("watch", "pods", "--all-namespaces"),
             ("patch", "pods", "-n", "default"),  # only the watched namespace
             ("get", "pods", "-n", namespace),
             ("create", "pods", "--subresource=exec", "-n", namespace),

@@ -60,13 +60,13 @@ the release namespace too, so releases of the same name in two namespaces do not
 {{/* RBAC rules on the watched namespaces' jobs, task pods and events (rbac.yaml: a ClusterRole when
 watchNamespaces is empty, else a Role in each). */}}
 {{- define "mrsched.jobRules" -}}
-# Task pods: kopf watches them (wakes the loop), the loop creates them already bound and deletes lost,
-# stuck or failed attempts (listing is the ClusterRole's, below); patch only removes the mrsched.dev/task-record
-# finalizer once a pod's outcome is in its job's status (a JSON patch tested against the finalizer).
+# Task pods: the operator's cache lists and watches them (label selector), the loop creates them already bound
+# and deletes lost, stuck or failed attempts; patch only removes the mrsched.dev/task-record finalizer once a
+# pod's outcome is in its job's status (a JSON patch tested against the finalizer).
 - apiGroups: [""]
   resources: [pods]
-  verbs: [watch, create, delete, patch]
-# MapReduceJobs: kopf watches them, the loop lists them every round and deletes those past
+  verbs: [list, watch, create, delete, patch]
+# MapReduceJobs: the operator's cache lists and watches them; the loop deletes those past
 # ttlSecondsAfterFinished.
 - apiGroups: [mrsched.dev]
   resources: [mapreducejobs]

@@ -1,7 +1,10 @@
-"""kopf handlers: thin. Watches wake the scheduling loop; the loop does the work (``mrsched.operator.loop``).
+"""kopf handlers: thin. kopf logs in, starts and stops the runner, and serves the liveness endpoint; the loop does
+the work (``mrsched.operator.loop``).
 
-kopf gives the watches (with server and client timeouts), retries and the liveness endpoint; which instance
-schedules is decided by a Lease in the loop's runner (kopf's peering pauses handlers, not a thread of ours).
+The watches that wake the loop are the operator's own caches (informers.py), not kopf's: kopf cannot ask the
+API server for a label or field selector, so its pod watch streamed every pod event of the cluster into Python
+(with thousands of pods, most of the operator's CPU). Which instance schedules is decided by a Lease in the
+loop's runner (kopf's peering pauses handlers, not a thread of ours).
 """
 
 from __future__ import annotations
@@ -12,8 +15,6 @@ from typing import Any
 
 import kopf
 
-from mrsched.operator.jobspec import API_GROUP, API_VERSION, PLURAL
-from mrsched.operator.pods import JOB_LABEL
 from mrsched.operator.runner import OperatorRunner
 
 RUNNER: OperatorRunner | None = None
@@ -57,16 +58,6 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 @kopf.on.cleanup()
 def stop(**_: Any) -> None:
     _runner().stop()
-
-
-@kopf.on.event(API_GROUP, API_VERSION, PLURAL)
-def job_changed(**_: Any) -> None:
-    _runner().loop.wake()
-
-
-@kopf.on.event("", "v1", "pods", labels={JOB_LABEL: kopf.PRESENT})
-def task_pod_changed(**_: Any) -> None:
-    _runner().loop.wake()
 
 
 @kopf.on.probe(id="lastRoundAgeSeconds")

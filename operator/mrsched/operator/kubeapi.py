@@ -6,13 +6,16 @@ Responses are read whole (``_preload_content=False``) so that connections return
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from mrsched.operator.informers import ClusterCaches
 from mrsched.operator.jobspec import API_GROUP, API_VERSION, KIND, PLURAL
 from mrsched.operator.kubeclient import (
     JSON_PATCH,
@@ -21,6 +24,7 @@ from mrsched.operator.kubeclient import (
     _items,
     _json,
 )
+from mrsched.operator.leaseapi import LeaseCalls
 from mrsched.operator.pods import JOB_LABEL, JOB_UID_LABEL
 
 
@@ -28,7 +32,7 @@ class PodNameTaken(RuntimeError):
     """A create found a pod of the same name that belongs to another job (another uid): not ours, not done."""
 
 
-class ClusterApi:
+class ClusterApi(LeaseCalls):
     def __init__(self, api: client.ApiClient, namespaces: tuple[str, ...] = ()) -> None:
         self.api = api
         self.namespaces = namespaces
@@ -38,13 +42,29 @@ class ClusterApi:
         self._event_lock = threading.Lock()
         #: Names this replica in the pods it creates (``metadata.managedFields``): which replica wrote what.
         self.field_manager = "mrsched"
+        #: Watch caches (informers.py): once started, the reads below come from memory.
+        self.caches: ClusterCaches | None = None
+
+    def start_caches(self, node_selector: str, on_change: Callable[[], None]) -> ClusterCaches:
+        """List and watch what a round reads; the list methods answer from the caches from now on."""
+        self.caches = ClusterCaches(self.core, self.custom, self.namespaces, node_selector, on_change).start()
+        return self.caches
+
+    def stop_caches(self) -> None:
+        if self.caches is not None:
+            self.caches.stop()
 
     # reads --------------------------------------------------------------------------------------------------
 
     def list_nodes(self) -> list[dict[str, Any]]:
+        """Every node (with caches: the worker nodes, by the node selector)."""
+        if self.caches is not None:
+            return self.caches.node_items()
         return _items(self.core.list_node(_request_timeout=REQUEST_TIMEOUT_S, _preload_content=False))
 
     def list_task_pods(self) -> list[dict[str, Any]]:
+        if self.caches is not None:
+            return self.caches.task_pod_items()
         kwargs = {
             "label_selector": JOB_LABEL,
             "_request_timeout": REQUEST_TIMEOUT_S,
@@ -59,6 +79,8 @@ class ClusterApi:
     def list_other_pods_on(self) -> list[dict[str, Any]]:
         """Every bound, unfinished pod that :meth:`list_task_pods` does not return: with those, what takes node
         capacity. Leaving our own task pods out keeps a heartbeat to one list of them, not two."""
+        if self.caches is not None:
+            return self.caches.other_pod_items()
         kwargs: dict[str, Any] = {
             "field_selector": "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
             "_request_timeout": REQUEST_TIMEOUT_S,
@@ -74,6 +96,8 @@ class ClusterApi:
         ]
 
     def list_jobs(self) -> list[dict[str, Any]]:
+        if self.caches is not None:
+            return self.caches.job_items()
         if not self.namespaces:
             body = self.custom.list_cluster_custom_object(
                 API_GROUP, API_VERSION, PLURAL, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
@@ -133,12 +157,14 @@ class ClusterApi:
         resp = self.api.call_api(
             method, url, header_params=headers, body=pod, _request_timeout=REQUEST_TIMEOUT_S
         )
-        resp.read()  # whole, so that the connection goes back to the pool; the created pod is not needed
+        data = resp.read()  # whole, so that the connection goes back to the pool
         if resp.status == 409:
             return self._ours_already(pod)
         if not 200 <= resp.status <= 299:
             body = resp.data.decode(errors="replace") if resp.data else None
             raise ApiException.from_response(http_resp=resp, body=body, data=None)
+        if self.caches is not None and data:
+            self.caches.wrote_pod(json.loads(data))  # the next round sees it, whatever the watch's delay
         return True
 
     def remove_finalizer(self, namespace: str, name: str, index: int, finalizer: str) -> None:
@@ -146,14 +172,18 @@ class ClusterApi:
         so that a list changed meanwhile is never cut at the wrong place (422: the next round reads it again)."""
         path = f"/metadata/finalizers/{index}"
         try:
-            self.core.patch_namespaced_pod(
-                name,
-                namespace,
-                [{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}],
-                _content_type="application/json-patch+json",
-                _request_timeout=REQUEST_TIMEOUT_S,
-                _preload_content=False,
-            ).read()
+            pod = _json(
+                self.core.patch_namespaced_pod(
+                    name,
+                    namespace,
+                    [{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}],
+                    _content_type="application/json-patch+json",
+                    _request_timeout=REQUEST_TIMEOUT_S,
+                    _preload_content=False,
+                )
+            )
+            if self.caches is not None:
+                self.caches.wrote_pod(pod)
         except ApiException as err:
             if err.status != 404:
                 raise
@@ -182,7 +212,7 @@ class ClusterApi:
 
     def delete_pod(self, namespace: str, name: str, *, grace_s: int | None = None) -> None:
         try:
-            _json(
+            pod = _json(
                 self.core.delete_namespaced_pod(
                     name,
                     namespace,
@@ -191,13 +221,15 @@ class ClusterApi:
                     _preload_content=False,
                 )
             )
+            if self.caches is not None and pod.get("kind") == "Pod":
+                self.caches.wrote_pod(pod)  # with its deletionTimestamp: no longer live
         except ApiException as err:
             if err.status != 404:
                 raise
 
     def patch_job_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         try:
-            _json(
+            job = _json(
                 self.custom.patch_namespaced_custom_object_status(
                     API_GROUP,
                     API_VERSION,
@@ -210,6 +242,9 @@ class ClusterApi:
                     _content_type=MERGE_PATCH,
                 )
             )
+            if self.caches is not None:
+                # The attempt record the next round builds on (taskrecord): never older than this write.
+                self.caches.wrote_job(job)
         except ApiException as err:
             if err.status != 404:  # deleted meanwhile
                 raise
@@ -332,47 +367,3 @@ class ClusterApi:
                 if create_err.status != 409:  # created meanwhile: patch it
                     raise
         raise AssertionError("unreachable")
-
-    # leader election ------------------------------------------------------------------------------------------
-
-    def read_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """The Lease, or None when there is none (leader.py decides what it means)."""
-        try:
-            return _json(
-                self.coordination.read_namespaced_lease(
-                    name, namespace, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
-                )
-            )
-        except ApiException as err:
-            if err.status == 404:
-                return None
-            raise
-
-    def create_lease(self, namespace: str, body: dict[str, Any]) -> bool:
-        """Create the Lease; False (409) when another instance created it first."""
-        try:
-            _json(
-                self.coordination.create_namespaced_lease(
-                    namespace, body, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
-                )
-            )
-        except ApiException as err:
-            if err.status == 409:
-                return False
-            raise
-        return True
-
-    def replace_lease(self, namespace: str, name: str, lease: dict[str, Any]) -> bool:
-        """Write ``lease`` back with the resourceVersion it was read at; False (409) when another instance wrote
-        it meanwhile: a concurrent taker wins, and a release never clears a holder that took over."""
-        try:
-            _json(
-                self.coordination.replace_namespaced_lease(
-                    name, namespace, lease, _request_timeout=REQUEST_TIMEOUT_S, _preload_content=False
-                )
-            )
-        except ApiException as err:
-            if err.status == 409:
-                return False
-            raise
-        return True

@@ -47,9 +47,13 @@ from mrsched.operator.probes import ProbeRunner
 from mrsched.operator.profiles import ProfileStore
 from mrsched.operator.reconcile import JobReconciler
 from mrsched.operator.roundstats import RoundStats
+from mrsched.operator.watchcache import Memo
 from mrsched.policies import make_policy
 
 __all__ = ["KUBE_DEFAULT", "RoundStats", "SchedulingLoop"]
+
+#: Rounds between sweeps of the parse memos (entries of objects gone since the last sweep are dropped).
+MEMO_SWEEP_ROUNDS = 60
 
 log = logging.getLogger("mrsched.loop")
 KUBE_DEFAULT = "kube-default"
@@ -98,6 +102,12 @@ class SchedulingLoop:
         self.live_metrics = LiveMetrics(api, self.metrics, node_metrics)
         self._profiles_loaded = False
         self._persist = True
+        # What each round derives from every node and pod, parsed again only when the object changed: with
+        # watch caches most objects are the very dicts of the previous round (watchcache.Memo).
+        self._read_node = Memo(lambda body: snap.read_node(body, config))
+        self._read_attempt = Memo(read_attempt)
+        self._pod_request = Memo(snap.pod_request)
+        self._rounds = 0
 
     # running ----------------------------------------------------------------------------------------------
 
@@ -143,15 +153,16 @@ class SchedulingLoop:
         if not self._profiles_loaded:
             self._load_profiles()
         bodies_of_nodes = self.api.list_nodes()
-        nodes = [snap.read_node(n, self.config) for n in bodies_of_nodes]
+        nodes = [self._read_node(n) for n in bodies_of_nodes]
         workers = {
             n.node.name: n for n in nodes if snap.selector_matches(self.config.node_selector, n.labels)
         }
         usable = {name: n for name, n in workers.items() if n.ready and n.schedulable}
         attempts: dict[str, list[PodAttempt]] = defaultdict(list)
         pods_by_name: dict[str, dict[str, Any]] = {}
-        for pod in self.api.list_task_pods():
-            attempt = read_attempt(pod)
+        task_pods = self.api.list_task_pods()
+        for pod in task_pods:
+            attempt = self._read_attempt(pod)
             uid = (pod["metadata"].get("labels") or {}).get(JOB_UID_LABEL, "")
             if attempt is not None:
                 attempts[uid].append(attempt)
@@ -200,6 +211,10 @@ class SchedulingLoop:
         for phase in ("Pending", "Running", "Succeeded", "Failed"):
             self.metrics.jobs.labels(phase).set(phases.get(phase, 0))
         self.learning.forget(present, now)
+        self._rounds += 1
+        if self._rounds % MEMO_SWEEP_ROUNDS == 0:
+            for memo in (self._read_node, self._read_attempt, self._pod_request):
+                memo.sweep()
         self.reconciler.forget(present)
         self.learning.learn(states, now)
         probing = self._probe(workers)
@@ -296,7 +311,9 @@ class SchedulingLoop:
                 (state, self.learning.core_job(state, now))
             )
         specs = {state.spec.uid: state.spec for _, state in active}
-        used = snap.requested([*self.api.list_other_pods_on(), *task_pods]) if usable else {}
+        used = (
+            snap.requested([*self.api.list_other_pods_on(), *task_pods], self._pod_request) if usable else {}
+        )
         creations: list[dict[str, Any]] = []
         nodes: dict[str, Node] = {
             name: replace(

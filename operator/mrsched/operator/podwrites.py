@@ -132,7 +132,11 @@ class PodWrites:
                 # The namespace's ResourceQuota is full: the task stays pending and is placed again once the
                 # tenant's running pods end (docs/security.md); the job is not failed for it.
                 self.metrics.bind_errors.labels("ResourceQuota").inc()
-                log.info("pod %s waits for its namespace's quota: %s", pod["metadata"]["name"], _status_message(err))
+                log.info(
+                    "pod %s waits for its namespace's quota: %s",
+                    pod["metadata"]["name"],
+                    _status_message(err),
+                )
                 return 0, ""
             self.metrics.bind_errors.labels(f"{reason}{status or ''}").inc()
             log.warning("creating pod %s failed: %s", pod["metadata"]["name"], err)

@@ -60,6 +60,8 @@ class OperatorRunner:
         return max(self._alive, self.loop.healthy_at)
 
     def start(self) -> None:
+        # Every replica keeps its caches warm: a standby that takes over places at once, without a relist.
+        self.api.start_caches(self.config.node_selector, self.loop.wake)
         self.keeper.start()
         self._thread = threading.Thread(target=self._run, name="scheduling-loop", daemon=True)
         self._thread.start()
@@ -71,6 +73,7 @@ class OperatorRunner:
             self._thread.join(timeout=30)
         self.loop.close()
         self.keeper.stop()
+        self.api.stop_caches()
         if self._thread is None or not self._thread.is_alive():
             # The loop has stopped placing: hand the Lease over now, not after the lease duration.
             try:
@@ -92,7 +95,10 @@ class OperatorRunner:
     def _run(self) -> None:
         while not self._stop.is_set():
             self._alive = time.monotonic()
-            if self.lease.leading():
+            caches = self.api.caches
+            if caches is not None and not caches.synced():
+                wait = 0.1  # the first lists are under way: a round now would see an empty cluster
+            elif self.lease.leading():
                 started = time.monotonic()
                 try:
                     self.loop.round()

@@ -274,21 +274,32 @@ def reserve_others(snapshot: ClusterSnapshot, used: dict[str, Resources]) -> Non
         snapshot.reserved[name] = Resources(cpu=max(0.0, cpu), memory_mb=max(0.0, memory))
 
 
-def requested(pods: list[dict[str, Any]]) -> dict[str, Resources]:
-    """CPU and memory requested on each node by its bound, unfinished pods (ours or not)."""
+def pod_request(pod: dict[str, Any]) -> tuple[str, float, float] | None:
+    """(node, CPU, memory MiB) a bound, unfinished pod requests there; None for any other pod."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return None
+    cpu = mem = 0.0
+    where = f"pod {(pod.get('metadata') or {}).get('namespace')}/{(pod.get('metadata') or {}).get('name')}"
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        req = (container.get("resources") or {}).get("requests") or {}
+        cpu += _quantity_or(parse_cpu, req.get("cpu", "0"), 0, f"{where} cpu request")
+        mem += _quantity_or(parse_memory_mb, req.get("memory", "0"), 0, f"{where} memory request (MiB)")
+    return node, cpu, mem
+
+
+def requested(
+    pods: list[dict[str, Any]],
+    parse: Callable[[dict[str, Any]], tuple[str, float, float] | None] = pod_request,
+) -> dict[str, Resources]:
+    """CPU and memory requested on each node by its bound, unfinished pods (ours or not); ``parse`` may be a
+    memo of :func:`pod_request` (watchcache.Memo) so that unchanged pods are not parsed again."""
     used: dict[str, list[float]] = {}
     for pod in pods:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        found = parse(pod)
+        if found is None:
             continue
-        acc = used.setdefault(node, [0.0, 0.0])
-        where = (
-            f"pod {(pod.get('metadata') or {}).get('namespace')}/{(pod.get('metadata') or {}).get('name')}"
-        )
-        for container in (pod.get("spec") or {}).get("containers") or []:
-            req = (container.get("resources") or {}).get("requests") or {}
-            acc[0] += _quantity_or(parse_cpu, req.get("cpu", "0"), 0, f"{where} cpu request")
-            acc[1] += _quantity_or(
-                parse_memory_mb, req.get("memory", "0"), 0, f"{where} memory request (MiB)"
-            )
+        acc = used.setdefault(found[0], [0.0, 0.0])
+        acc[0] += found[1]
+        acc[1] += found[2]
     return {n: Resources(cpu=c, memory_mb=m) for n, (c, m) in used.items()}

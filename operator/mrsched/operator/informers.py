@@ -1,0 +1,141 @@
+"""The operator's watch caches (watchcache.WatchedList), one per thing a round reads, each as narrow as the API
+server can make it:
+
+- worker nodes: the node selector's label selector;
+- task pods: the ``mrsched.dev/job`` label, in each watched namespace (or cluster-wide);
+- MapReduceJobs: in each watched namespace (or cluster-wide);
+- other pods that take worker capacity: bound (``spec.nodeName!=``) and unfinished, without our label; when
+  namespaced, also labelled task pods of other namespaces (another release's), by a second field-selected watch.
+
+A round then costs no request at all when nothing changed. Every change wakes the loop (``on_change``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from mrsched.operator.jobspec import API_GROUP, API_VERSION, PLURAL
+from mrsched.operator.pods import JOB_LABEL
+from mrsched.operator.watchcache import WatchedList, wait_all_synced
+
+#: Bound pods that still hold their requests: what the kubelet counts against allocatable.
+BOUND_UNFINISHED = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+
+
+class ClusterCaches:
+    def __init__(
+        self,
+        core: Any,
+        custom: Any,
+        namespaces: tuple[str, ...],
+        node_selector: str,
+        on_change: Callable[[], None],
+    ) -> None:
+        watch = partial(WatchedList, on_change=on_change)
+        self.nodes = watch("nodes", partial(core.list_node, label_selector=node_selector))
+        if namespaces:
+            self.task_pods = [
+                watch(f"task-pods/{ns}", partial(core.list_namespaced_pod, ns, label_selector=JOB_LABEL))
+                for ns in namespaces
+            ]
+            self.jobs = [
+                watch(
+                    f"jobs/{ns}",
+                    partial(custom.list_namespaced_custom_object, API_GROUP, API_VERSION, ns, PLURAL),
+                )
+                for ns in namespaces
+            ]
+            elsewhere = ",".join(f"metadata.namespace!={ns}" for ns in namespaces)
+            others = [
+                watch(
+                    "other-pods",
+                    partial(
+                        core.list_pod_for_all_namespaces,
+                        label_selector=f"!{JOB_LABEL}",
+                        field_selector=BOUND_UNFINISHED,
+                    ),
+                ),
+                watch(
+                    "other-task-pods",
+                    partial(
+                        core.list_pod_for_all_namespaces,
+                        label_selector=JOB_LABEL,
+                        field_selector=f"{BOUND_UNFINISHED},{elsewhere}",
+                    ),
+                ),
+            ]
+        else:
+            self.task_pods = [
+                watch("task-pods", partial(core.list_pod_for_all_namespaces, label_selector=JOB_LABEL))
+            ]
+            self.jobs = [
+                watch("jobs", partial(custom.list_cluster_custom_object, API_GROUP, API_VERSION, PLURAL))
+            ]
+            others = [
+                watch(
+                    "other-pods",
+                    partial(
+                        core.list_pod_for_all_namespaces,
+                        label_selector=f"!{JOB_LABEL}",
+                        field_selector=BOUND_UNFINISHED,
+                    ),
+                )
+            ]
+        self.others = others
+        self._by_namespace = {ns: i for i, ns in enumerate(namespaces)}
+
+    @property
+    def all(self) -> list[WatchedList]:
+        return [self.nodes, *self.task_pods, *self.jobs, *self.others]
+
+    def start(self) -> ClusterCaches:
+        for cache in self.all:
+            cache.start()
+        return self
+
+    def stop(self) -> None:
+        for cache in self.all:
+            cache.stop()
+
+    def synced(self) -> bool:
+        return all(cache.synced for cache in self.all)
+
+    def wait_synced(self, timeout_s: float) -> bool:
+        return wait_all_synced(self.all, timeout_s)
+
+    # reads --------------------------------------------------------------------------------------------------
+
+    def node_items(self) -> list[dict[str, Any]]:
+        return self.nodes.items()
+
+    def task_pod_items(self) -> list[dict[str, Any]]:
+        return [pod for cache in self.task_pods for pod in cache.items()]
+
+    def job_items(self) -> list[dict[str, Any]]:
+        return [job for cache in self.jobs for job in cache.items()]
+
+    def other_pod_items(self) -> list[dict[str, Any]]:
+        return [pod for cache in self.others for pod in cache.items()]
+
+    # writes through -----------------------------------------------------------------------------------------
+
+    def _of(self, caches: list[WatchedList], obj: dict[str, Any]) -> WatchedList | None:
+        if len(caches) == 1:
+            return caches[0]
+        index = self._by_namespace.get((obj.get("metadata") or {}).get("namespace", ""))
+        return caches[index] if index is not None else None
+
+    def wrote_pod(self, pod: dict[str, Any]) -> None:
+        """A task pod as the API server answered our create, patch or delete."""
+        if JOB_LABEL in ((pod.get("metadata") or {}).get("labels") or {}):
+            cache = self._of(self.task_pods, pod)
+            if cache is not None:
+                cache.apply(pod)
+
+    def wrote_job(self, job: dict[str, Any]) -> None:
+        """A job as the API server answered our status patch."""
+        cache = self._of(self.jobs, job)
+        if cache is not None:
+            cache.apply(job)
