@@ -373,7 +373,8 @@ PINNED = [
         "image 'Not A Reference'",
         workload={"app": "custom", "image": "Not A Reference", "command": ["python", "-m", "mrworker"]},
     ),
-    _pinned("map cpu '200'", workload=PI, resources={"map": {"cpu": "200"}}),  # Unplaceable: too big a request
+    # Unplaceable: too big a request (within the CRD's 256 cores, beyond every node).
+    _pinned("map cpu '200'", workload=PI, resources={"map": {"cpu": "200"}}),
     # A quantity to the apiserver, infinite to Python: refused by the CRD's maxima (at most 4Ti), which name the
     # field; the operator's InvalidSpec stays for what the schema lets through.
     _pinned("map memory '1e1000'", workload=PI, resources={"map": {"memory": "1e1000"}}),
