@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mrsched.operator.pods import TRACKING_FINALIZER, read_attempt
-from mrsched.operator.tracking import releasable, tracked
+from mrsched.operator.tracking import prunable, releasable, tracked
 
 
 def pod(
@@ -98,3 +98,23 @@ def test_an_attempt_ended_by_its_deletion_is_a_disruption_not_a_failure() -> Non
         )
     )
     assert evicted is not None and evicted.rejected
+
+
+def test_finished_pods_of_jobs_ended_a_ttl_ago_are_pruned_and_nothing_else() -> None:
+    def task(name: str, uid: str, phase: str, deleting: bool = False) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "namespace": "ns", "labels": {"mrsched.dev/job-uid": uid}}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        return {"metadata": meta, "status": {"phase": phase}}
+
+    pods = [
+        task("old-done", "old", "Succeeded"),
+        task("old-failed", "old", "Failed"),
+        task("old-running", "old", "Running"),  # a job's last attempts are ended, not pruned, by their own path
+        task("old-going", "old", "Succeeded", deleting=True),
+        task("recent-done", "recent", "Succeeded"),
+        task("live-job", "live", "Succeeded"),
+    ]
+    finished = {"old": 1000.0, "recent": 1250.0}
+    assert prunable(pods, finished, now=1300.0, ttl_s=300) == [("ns", "old-done"), ("ns", "old-failed")]
+    assert prunable(pods, finished, now=1299.0, ttl_s=300) == []

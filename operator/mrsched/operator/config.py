@@ -52,6 +52,9 @@ class OperatorConfig(BaseModel):
     #: Task pods of one namespace's jobs running or pending at once, at most; 0: no cap. A namespace's
     #: ResourceQuota caps them too (a pod the quota refuses is placed again later, docs/security.md).
     max_tasks_per_namespace: int = Field(0, ge=0)
+    #: Finished task pods of a job that ended this long ago are deleted (their outcomes are in the job's
+    #: status): they would otherwise stay, in the API server and every watch cache, until the job is deleted.
+    finished_pod_ttl_s: float = Field(300.0, ge=0)
     #: Retry backoff of a failed task attempt: base * 2^(failures-1), capped.
     backoff_base_s: float = Field(2.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)

@@ -28,7 +28,7 @@ from kubernetes.client.exceptions import ApiException
 
 from mrsched.core.model import Explanation, Job, Node, Placement
 from mrsched.core.policy import Policy, registered
-from mrsched.operator import fit, jobpolicy
+from mrsched.operator import fit, jobpolicy, tracking
 from mrsched.operator import snapshot as snap
 from mrsched.operator.canary import CanaryGate, busy_nodes, canary_explanation, canary_spec
 from mrsched.operator.config import OperatorConfig
@@ -41,7 +41,7 @@ from mrsched.operator.learning import LearningFeed
 from mrsched.operator.livemetrics import LiveMetrics
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.nodemetrics import NodeMetricsSource, prometheus_query
-from mrsched.operator.pods import JOB_UID_LABEL, PodAttempt, read_attempt, task_pod
+from mrsched.operator.pods import JOB_UID_LABEL, PodAttempt, parse_time, read_attempt, task_pod
 from mrsched.operator.podwrites import PodWrites
 from mrsched.operator.probes import ProbeRunner
 from mrsched.operator.profiles import ProfileStore
@@ -208,6 +208,16 @@ class SchedulingLoop:
         }
         up = {name for name, info in workers.items() if info.ready}
         self.pod_writes.release(list(pods_by_name.values()), recorded, departed, up)
+        finished_at = {
+            body["metadata"]["uid"]: done
+            for body in bodies
+            if (body.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            and (done := parse_time((body.get("status") or {}).get("completionTime"))) is not None
+        }
+        prune = tracking.prunable(
+            list(pods_by_name.values()), finished_at, now, self.config.finished_pod_ttl_s
+        )
+        self.pod_writes.delete_pods(prune)
         for phase in ("Pending", "Running", "Succeeded", "Failed"):
             self.metrics.jobs.labels(phase).set(phases.get(phase, 0))
         self.learning.forget(present, now)

@@ -78,6 +78,22 @@ class PodWrites:
             if failed:
                 self.metrics.job_errors.labels("finalizer").inc()
 
+    def delete_pods(self, pods: list[tuple[str, str]]) -> None:
+        """Delete finished task pods (tracking.prunable); a failure is tried again next round."""
+        for failed in self.pool.map(self._delete, pods):
+            if failed:
+                self.metrics.job_errors.labels("prune").inc()
+
+    def _delete(self, where: tuple[str, str]) -> bool:
+        try:
+            self.api.delete_pod(*where)
+        except LeadershipLost:
+            raise  # no more writes this round (leader.py)
+        except Exception as err:  # the next round tries again
+            log.warning("deleting the finished pod %s/%s: %s", *where, err)
+            return True
+        return False
+
     def _remove_finalizer(self, where: tuple[str, str, int]) -> bool:
         namespace, name, index = where
         try:

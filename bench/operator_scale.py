@@ -1,0 +1,381 @@
+"""The operator at scale, against the real kube-scheduler on the same API server and nodes:
+
+    python bench/operator_scale.py [--nodes 1000] [--jobs 200] [--maps-per-job 50]
+        [--policies fifo,fair,diagnosis] [--out bench/results/operator-scale.txt]
+
+One local cluster (kube-apiserver, etcd, controller manager, kube-scheduler, kwok, Prometheus) and one node
+emulator in model mode with ``--nodes`` nodes of class ``large`` (8 cores, 16 GiB), each renewing its Lease every
+10 s as a kubelet does. For each policy, the operator's ``SchedulingLoop`` runs in this process on the operator's
+``ClusterApi`` with its watch caches (informers.py), as ``mrsched run`` runs it: ``--jobs`` wordcount jobs of
+``--maps-per-job`` maps (10,000 task pods in flight by default), each map 64 GiB of model input so that none
+ends during the run, maps requesting 500m and 256Mi, no slot cap (concurrency by requests). Rounds run back to
+back until no round places anything more; then ``--idle-rounds`` rounds with every pod Running and nothing to
+place. Then, the operator's pods gone, the same task pods (the kube-default manifests the operator would create,
+without its owner reference and finalizer) are created unbound by 32 threads and bound by the real
+kube-scheduler, no mrsched involved.
+
+Measured:
+
+* pods placed per second, end to end: pods / (first round's start -> last round's end, its creates answered);
+  kube-scheduler's: pods / (first create sent -> last pod seen bound through a watch); their ratio;
+* round latency (p50, p95) of placing rounds and of idle rounds;
+* the operator's CPU per pod placed (this process: the loop, its create threads and its watch threads);
+* the operator's resident memory (this process) after the idle rounds, and its peak, against the chart's
+  512Mi limit; the caches' sync time at start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from mrsched.core.catalog import ClusterLayout, NodeGroup
+from mrsched.localcluster.cluster import LocalCluster
+from mrsched.localcluster.toolchain import Toolchain
+from mrsched.operator.config import OperatorConfig
+from mrsched.operator.jobspec import API_GROUP, API_VERSION, PLURAL, JobSpec
+from mrsched.operator.kubeapi import ClusterApi
+from mrsched.operator.kubeclient import api_client
+from mrsched.operator.loop import SchedulingLoop
+from mrsched.operator.metrics import OperatorMetrics
+from mrsched.operator.pods import task_pod
+from mrsched.operator.watchcache import WatchedList
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from operator_placement import machine, pct
+
+REPO = Path(__file__).resolve().parents[1]
+GIB = 1 << 30
+NODE_CLASS = "large"
+HEARTBEAT_S = 10.0  # the kubelet's Lease renew interval
+NODE_GRACE_S = 50.0
+CHART_MEMORY_LIMIT_MIB = 512  # charts/mrsched/values.yaml resources.limits.memory
+MAP_REQUEST = {"cpu": "500m", "memory": "256Mi"}
+STALL_ROUNDS = 5  # rounds in a row that place nothing: placement is over
+
+
+def rss_mib() -> tuple[float, float]:
+    """(resident, peak resident) MiB of this process."""
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+def cpu_s() -> float:
+    return time.process_time()
+
+
+class Bench:
+    def __init__(self, cluster: LocalCluster, tool: Toolchain, args: argparse.Namespace) -> None:
+        self.cluster = cluster
+        self.tool = tool
+        self.args = args
+        self.kube = api_client(cluster.kubeconfig)
+        self.core: Any = client.CoreV1Api(self.kube)
+        self.custom: Any = client.CustomObjectsApi(self.kube)
+
+    def kubectl(self, *argv: str) -> None:
+        subprocess.run(
+            [str(self.tool.kubectl), "--kubeconfig", str(self.cluster.kubeconfig), *argv],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+    def setup(self) -> float:
+        self.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
+        self.kubectl("wait", "--for=condition=Established", "crd/mapreducejobs.mrsched.dev", "--timeout=60s")
+        t0 = time.monotonic()
+        layout = ClusterLayout(
+            name="scale",
+            nodes=[
+                NodeGroup.model_validate({"class": NODE_CLASS, "count": self.args.nodes, "namePrefix": "s-"})
+            ],
+        )
+        self.cluster.emulate(
+            layout, mode="model", emulator_id="scale-nodes", heartbeat_interval_s=HEARTBEAT_S, timeout_s=1200
+        )
+        return time.monotonic() - t0
+
+    @contextlib.contextmanager
+    def namespace(self) -> Iterator[str]:
+        name = f"scale-{uuid.uuid4().hex[:6]}"
+        self.core.create_namespace({"metadata": {"name": name}}, _preload_content=False).data  # noqa: B018
+        try:
+            yield name
+        finally:
+            self.clean(name)
+
+    def clean(self, name: str) -> None:
+        """Remove the task pods' finalizers (the operator is stopped) and delete everything, waiting for it."""
+        pods = json.loads(self.core.list_namespaced_pod(name, _preload_content=False).data)["items"]
+
+        def release(pod: dict[str, Any]) -> None:
+            if pod["metadata"].get("finalizers"):
+                with contextlib.suppress(ApiException):
+                    _ = self.core.patch_namespaced_pod(
+                        pod["metadata"]["name"],
+                        name,
+                        {"metadata": {"finalizers": None}},
+                        _content_type="application/merge-patch+json",
+                        _preload_content=False,
+                    ).data
+
+        with ThreadPoolExecutor(32) as pool:
+            list(pool.map(release, pods))
+        _ = self.core.delete_collection_namespaced_pod(
+            name, grace_period_seconds=0, _preload_content=False
+        ).data
+        _ = self.core.delete_namespace(name, _preload_content=False).data
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            try:
+                self.core.read_namespace(name, _preload_content=False).data  # noqa: B018
+            except ApiException as err:
+                if err.status == 404:
+                    return
+                raise
+            time.sleep(1)
+
+    def job_body(self, i: int, policy: str) -> dict[str, Any]:
+        maps = self.args.maps_per_job
+        return {
+            "apiVersion": f"{API_GROUP}/{API_VERSION}",
+            "kind": "MapReduceJob",
+            "metadata": {"name": f"wc-{i:03d}"},
+            "spec": {
+                "workload": {"app": "wordcount"},
+                "input": {"paths": ["text"], "bytes": maps * 64 * GIB},
+                "output": {"path": f"out/wc-{i:03d}"},
+                "maps": maps,
+                "reduces": 1,
+                "reduceSlowStart": 1.0,  # every pod in flight is a map: the count stays what was asked
+                "policy": policy,
+                "resources": {"map": dict(MAP_REQUEST)},
+            },
+        }
+
+    # --- mrsched ---------------------------------------------------------------------------------------------
+
+    def run_mrsched(self, policy: str) -> dict[str, Any]:
+        args = self.args
+        with self.namespace() as ns:
+            config = OperatorConfig(policy=policy, namespaces=(ns,), probe_nodes="never")
+            api = ClusterApi(api_client(self.cluster.kubeconfig), config.namespaces)
+            loop = SchedulingLoop(api, config, OperatorMetrics())
+            t0 = time.monotonic()
+            caches = api.start_caches(config.node_selector, loop.wake)
+            if not caches.wait_synced(120):
+                raise RuntimeError("the caches did not sync in 120 s")
+            synced = time.monotonic() - t0
+            for i in range(args.jobs):
+                _ = self.custom.create_namespaced_custom_object(
+                    API_GROUP, API_VERSION, ns, PLURAL, self.job_body(i, policy), _preload_content=False
+                ).data
+            deadline = time.monotonic() + 120
+            while len(api.list_jobs()) < args.jobs and time.monotonic() < deadline:
+                time.sleep(0.1)
+            placing: list[float] = []
+            created, stall = 0, 0
+            cpu0, start = cpu_s(), time.monotonic()
+            end = start
+            while stall < STALL_ROUNDS and time.monotonic() - start < args.max_seconds:
+                stats = loop.round()
+                if stats.created:
+                    placing.append(stats.seconds)
+                    created += stats.created
+                    end = time.monotonic()
+                    stall = 0
+                else:
+                    stall += 1
+            cpu_placing = cpu_s() - cpu0
+            print(f"  {policy}: {created} pods in {end - start:.1f} s", file=sys.stderr, flush=True)
+            running = self.wait_running(api, created)
+            idle = []
+            for _ in range(args.idle_rounds):
+                idle.append(loop.round().seconds)
+                time.sleep(args.idle_gap)
+            rss, peak = rss_mib()
+            loop.stop()
+            loop.close()
+            api.stop_caches()
+        return {
+            "who": f"mrsched {policy}",
+            "pods": created,
+            "seconds": end - start,
+            "rate": created / max(1e-9, end - start),
+            "placing_rounds": placing,
+            "idle_rounds": idle,
+            "cpu_ms_per_pod": 1e3 * cpu_placing / max(1, created),
+            "rss_mib": rss,
+            "peak_rss_mib": peak,
+            "synced_s": synced,
+            "running": running,
+        }
+
+    def wait_running(self, api: ClusterApi, count: int) -> int:
+        deadline = time.monotonic() + 600
+        running = 0
+        while time.monotonic() < deadline:
+            running = sum((p.get("status") or {}).get("phase") == "Running" for p in api.list_task_pods())
+            if running >= count:
+                break
+            time.sleep(1)
+        return running
+
+    # --- kube-scheduler ----------------------------------------------------------------------------------------
+
+    def run_kube_scheduler(self) -> dict[str, Any]:
+        args = self.args
+        config = OperatorConfig()
+        with self.namespace() as ns:
+            pods = []
+            for i in range(args.jobs):
+                body = self.job_body(i, "kube-default")
+                body["metadata"].update(namespace=ns, uid=f"{uuid.uuid4()}")
+                spec = JobSpec.from_resource(body)
+                for m in range(args.maps_per_job):
+                    pod = task_pod(spec, "map", m, 0, config, node=None, explanation=None)
+                    # The same pod as the operator's kube-default pods, without the operator's bookkeeping:
+                    # no job owns it (the garbage collector would delete it), no finalizer (nobody records it).
+                    del pod["metadata"]["ownerReferences"], pod["metadata"]["finalizers"]
+                    pods.append(pod)
+            creator = ClusterApi(api_client(self.cluster.kubeconfig, pool_size=32), (ns,))
+            bound = WatchedList(
+                "bound",
+                lambda **kw: self.core.list_namespaced_pod(ns, field_selector="spec.nodeName!=", **kw),
+            ).start()
+            if not bound.wait_synced(60):
+                raise RuntimeError("the watch of bound pods did not sync")
+            cpu0 = cpu_s()
+            start = time.monotonic()
+            with ThreadPoolExecutor(32) as pool:
+                futures = [pool.submit(creator.create_pod, pod) for pod in pods]
+                first_bound = None
+                last_count, last_change = 0, time.monotonic()
+                while True:
+                    n = len(bound)
+                    now = time.monotonic()
+                    if n and first_bound is None:
+                        first_bound = now
+                    if n != last_count:
+                        last_count, last_change = n, now
+                    if n >= len(pods) or now - last_change > 60:
+                        break
+                    time.sleep(0.02)
+                for f in futures:
+                    f.result()
+            end = last_change
+            bound.stop()
+            cpu = cpu_s() - cpu0
+        return {
+            "who": "kube-scheduler",
+            "pods": last_count,
+            "seconds": end - start,
+            "rate": last_count / max(1e-9, end - start),
+            "first_bound_s": (first_bound or start) - start,
+            "bench_cpu_ms_per_pod": 1e3 * cpu / max(1, last_count),
+        }
+
+
+def report(args: argparse.Namespace, registered: float, runs: list[dict[str, Any]], tool: Toolchain) -> str:
+    kube = next(r for r in runs if r["who"] == "kube-scheduler")
+    lines = [
+        "# Operator at scale: the scheduling loop with watch caches vs the real kube-scheduler, same apiserver",
+        f"# machine: {machine()}",
+        f"# control plane: {tool.kube_apiserver.parent.name}, {tool.etcd.parent.name} (kwokctl binary runtime), "
+        "Prometheus, the node emulator and the loop: all on the same cores",
+        f"# command: {' '.join(['.venv/bin/python', 'bench/operator_scale.py', *sys.argv[1:]])}",
+        f"# nodes: {args.nodes} emulated ({NODE_CLASS}: 8 cores, 16 GiB, model mode), registered and Ready in "
+        f"{registered:.0f} s",
+        f"# work: {args.jobs} wordcount jobs x {args.maps_per_job} maps = {args.jobs * args.maps_per_job} task "
+        f"pods in flight, map request {MAP_REQUEST['cpu']}/{MAP_REQUEST['memory']}, no slot cap; "
+        f"kube-scheduler: the same pods (the operator's kube-default manifests), created by 32 threads",
+        "",
+        "## Pods placed per second (end to end) and the ratio to kube-scheduler's (aim >= 1.0)",
+        f"{'who':22} {'pods':>6} {'seconds':>8} {'pods/s':>8} {'ratio':>6}",
+    ]
+    for r in runs:
+        ratio = r["rate"] / kube["rate"] if kube["rate"] else float("nan")
+        lines.append(f"{r['who']:22} {r['pods']:6d} {r['seconds']:8.1f} {r['rate']:8.0f} {ratio:6.2f}")
+    lines += [
+        "",
+        "## The operator: round latency (ms, p50 / p95), CPU per pod placed, memory (chart limit "
+        f"{CHART_MEMORY_LIMIT_MIB} MiB)",
+        f"{'who':22} {'placing n':>9} {'p50':>7} {'p95':>7} {'idle n':>6} {'p50':>6} {'p95':>6} "
+        f"{'cpu ms/pod':>10} {'rss MiB':>8} {'peak':>6} {'sync s':>6} {'Running':>7}",
+    ]
+    for r in runs:
+        if r["who"] == "kube-scheduler":
+            continue
+        placing, idle = r["placing_rounds"], r["idle_rounds"]
+        lines.append(
+            f"{r['who']:22} {len(placing):9d} {pct(placing, 0.5) * 1e3:7.0f} {pct(placing, 0.95) * 1e3:7.0f} "
+            f"{len(idle):6d} {pct(idle, 0.5) * 1e3:6.0f} {pct(idle, 0.95) * 1e3:6.0f} "
+            f"{r['cpu_ms_per_pod']:10.2f} {r['rss_mib']:8.0f} {r['peak_rss_mib']:6.0f} {r['synced_s']:6.2f} "
+            f"{r['running']:7d}"
+        )
+    idle_all = [t for r in runs if r["who"] != "kube-scheduler" for t in r["idle_rounds"]]
+    lines += [
+        "",
+        f"# idle round p50 over every policy: {statistics.median(idle_all) * 1e3:.0f} ms (aim < 100 ms)",
+        "# the peak RSS is this benchmark process's: the loop and its caches, plus the benchmark's own objects",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--maps-per-job", type=int, default=50)
+    parser.add_argument("--policies", default="fifo,fair,diagnosis")
+    parser.add_argument("--idle-rounds", type=int, default=20)
+    parser.add_argument("--idle-gap", type=float, default=0.25)
+    parser.add_argument("--max-seconds", type=float, default=600)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    tool = Toolchain.locate()
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="mrsched-scale-") as tmp:
+        cluster = LocalCluster.up("opscale", state_dir=Path(tmp), tool=tool, node_grace_s=NODE_GRACE_S)
+        try:
+            bench = Bench(cluster, tool, args)
+            registered = bench.setup()
+            print(f"{args.nodes} nodes Ready in {registered:.0f} s", file=sys.stderr, flush=True)
+            for policy in args.policies.split(","):
+                runs.append(bench.run_mrsched(policy))
+            print("  kube-scheduler ...", file=sys.stderr, flush=True)
+            runs.append(bench.run_kube_scheduler())
+        finally:
+            cluster.down(tool)
+    text = report(args, registered, runs, tool)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+        args.out.with_suffix(".json").write_text(json.dumps(runs, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    threading.stack_size(0)
+    main()
