@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-workers bench-operator bench-live calibrate cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-workers bench-operator bench-scale bench-live calibrate cluster-up cluster-down lock clean manifests
 
 all: test
 
@@ -99,6 +99,9 @@ calibrate: venv  ## our workers' map tasks at 1-8 concurrent tasks here, the phy
 
 bench-operator: deps venv binaries  ## the operator's pods placed/s and round latency on 200 emulated nodes
 	$(PY) bench/operator_placement.py --out bench/results/operator-placement.txt
+
+bench-scale: deps venv binaries  ## the operator at 1,000 nodes and 10,000 task pods (watch caches) against the real kube-scheduler on the same apiserver, into bench/results/operator-scale.txt
+	$(PY) bench/operator_scale.py --out bench/results/operator-scale.txt
 
 cluster-up: deps venv binaries  ## a local cluster for kubectl: prints KUBECONFIG and the Prometheus URL
 	$(BIN)/mrsched cluster up

@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
+import io
 import json
+import pstats
 import statistics
 import subprocess
 import sys
@@ -41,11 +44,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from mrsched.core.catalog import ClusterLayout, NodeGroup
 from mrsched.localcluster.cluster import LocalCluster
+from mrsched.localcluster.dataclaim import data_claim_manifests
 from mrsched.localcluster.toolchain import Toolchain
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobspec import API_GROUP, API_VERSION, PLURAL, JobSpec
@@ -92,9 +97,11 @@ class Bench:
         self.core: Any = client.CoreV1Api(self.kube)
         self.custom: Any = client.CustomObjectsApi(self.kube)
 
-    def kubectl(self, *argv: str) -> None:
+    def kubectl(self, *argv: str, stdin: str | None = None) -> None:
         subprocess.run(
             [str(self.tool.kubectl), "--kubeconfig", str(self.cluster.kubeconfig), *argv],
+            input=stdin,
+            text=True,
             check=True,
             capture_output=True,
             timeout=120,
@@ -119,6 +126,8 @@ class Bench:
     def namespace(self) -> Iterator[str]:
         name = f"scale-{uuid.uuid4().hex[:6]}"
         self.core.create_namespace({"metadata": {"name": name}}, _preload_content=False).data  # noqa: B018
+        # The task pods' data claim, bound: without it kube-scheduler finds the pods unschedulable.
+        self.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(data_claim_manifests(name)))
         try:
             yield name
         finally:
@@ -154,9 +163,9 @@ class Bench:
                     return
                 raise
             time.sleep(1)
+        self.kubectl("delete", "pv", f"data-{name}", "--ignore-not-found")
 
-    def job_body(self, i: int, policy: str) -> dict[str, Any]:
-        maps = self.args.maps_per_job
+    def job_body(self, i: int, policy: str, maps: int) -> dict[str, Any]:
         return {
             "apiVersion": f"{API_GROUP}/{API_VERSION}",
             "kind": "MapReduceJob",
@@ -175,7 +184,7 @@ class Bench:
 
     # --- mrsched ---------------------------------------------------------------------------------------------
 
-    def run_mrsched(self, policy: str) -> dict[str, Any]:
+    def run_mrsched(self, policy: str, jobs: int, maps: int, idle_rounds: int) -> dict[str, Any]:
         args = self.args
         with self.namespace() as ns:
             config = OperatorConfig(policy=policy, namespaces=(ns,), probe_nodes="never")
@@ -186,19 +195,23 @@ class Bench:
             if not caches.wait_synced(120):
                 raise RuntimeError("the caches did not sync in 120 s")
             synced = time.monotonic() - t0
-            for i in range(args.jobs):
+            for i in range(jobs):
                 _ = self.custom.create_namespaced_custom_object(
-                    API_GROUP, API_VERSION, ns, PLURAL, self.job_body(i, policy), _preload_content=False
+                    API_GROUP, API_VERSION, ns, PLURAL, self.job_body(i, policy, maps), _preload_content=False
                 ).data
             deadline = time.monotonic() + 120
-            while len(api.list_jobs()) < args.jobs and time.monotonic() < deadline:
+            while len(api.list_jobs()) < jobs and time.monotonic() < deadline:
                 time.sleep(0.1)
             placing: list[float] = []
             created, stall = 0, 0
             cpu0, start = cpu_s(), time.monotonic()
             end = start
+            placing_profile, idle_profile = cProfile.Profile(), cProfile.Profile()
             while stall < STALL_ROUNDS and time.monotonic() - start < args.max_seconds:
+                if args.profile:
+                    placing_profile.enable()
                 stats = loop.round()
+                placing_profile.disable()
                 if stats.created:
                     placing.append(stats.seconds)
                     created += stats.created
@@ -210,10 +223,18 @@ class Bench:
             print(f"  {policy}: {created} pods in {end - start:.1f} s", file=sys.stderr, flush=True)
             running = self.wait_running(api, created)
             idle = []
-            for _ in range(args.idle_rounds):
+            for _ in range(idle_rounds):
+                if args.profile:
+                    idle_profile.enable()
                 idle.append(loop.round().seconds)
+                idle_profile.disable()
                 time.sleep(args.idle_gap)
             rss, peak = rss_mib()
+            if args.profile and idle_rounds:
+                for what, prof in (("placing", placing_profile), ("idle", idle_profile)):
+                    out = io.StringIO()
+                    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(40)
+                    Path(f"{args.profile}-{policy}-{what}.txt").write_text(out.getvalue())
             loop.stop()
             loop.close()
             api.stop_caches()
@@ -249,7 +270,7 @@ class Bench:
         with self.namespace() as ns:
             pods = []
             for i in range(args.jobs):
-                body = self.job_body(i, "kube-default")
+                body = self.job_body(i, "kube-default", args.maps_per_job)
                 body["metadata"].update(namespace=ns, uid=f"{uuid.uuid4()}")
                 spec = JobSpec.from_resource(body)
                 for m in range(args.maps_per_job):
@@ -354,6 +375,9 @@ def main() -> None:
     parser.add_argument("--idle-gap", type=float, default=0.25)
     parser.add_argument("--max-seconds", type=float, default=600)
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--profile", help="cProfile the loop's rounds into <PROFILE>-<policy>-<placing|idle>.txt"
+    )
     args = parser.parse_args()
     tool = Toolchain.locate()
     runs: list[dict[str, Any]] = []
@@ -363,8 +387,10 @@ def main() -> None:
             bench = Bench(cluster, tool, args)
             registered = bench.setup()
             print(f"{args.nodes} nodes Ready in {registered:.0f} s", file=sys.stderr, flush=True)
+            # Warm-up, not reported: connections, the API server's caches, the profiles' first writes.
+            bench.run_mrsched("fifo", 5, 20, 0)
             for policy in args.policies.split(","):
-                runs.append(bench.run_mrsched(policy))
+                runs.append(bench.run_mrsched(policy, args.jobs, args.maps_per_job, args.idle_rounds))
             print("  kube-scheduler ...", file=sys.stderr, flush=True)
             runs.append(bench.run_kube_scheduler())
         finally:

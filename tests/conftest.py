@@ -21,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes.client.exceptions import ApiException
 
 from mrsched.core.catalog import ClusterLayout, NodeGroup
 from mrsched.localcluster.cluster import EmulatorHandle, LocalCluster, reap_abandoned
+from mrsched.localcluster.dataclaim import data_claim_manifests
 from mrsched.localcluster.toolchain import Toolchain, cache_dir
 from mrsched.operator.pods import TRACKING_FINALIZER
 from tests.kubehelpers import Kube
@@ -80,10 +82,14 @@ def kube(local_cluster: LocalCluster, toolchain: Toolchain) -> Iterator[Kube]:
 
 @pytest.fixture
 def namespace(kube: Kube) -> Iterator[str]:
+    """A namespace set up as docs/security.md tells a tenant to: with the data claim the operator's task pods
+    mount by default (bound by the real kube-controller-manager to a volume of its own)."""
     name = f"t-{uuid.uuid4().hex[:8]}"
     kube.core.create_namespace({"metadata": {"name": name}}, _preload_content=False).data  # noqa: B018
+    kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(data_claim_manifests(name)))
     yield name
     delete_namespace(kube, name)
+    kube.kubectl("delete", "pv", f"data-{name}", "--wait=false", "--ignore-not-found")
 
 
 def delete_namespace(kube: Kube, name: str) -> None:

@@ -448,36 +448,12 @@ def service_account_kubeconfig(kube: Kube, namespace: str, account: str, path: P
 
 
 def restrict(kube: Kube, namespace: str) -> None:
-    """Make ``namespace`` enforce Pod Security "restricted", as docs/security.md tells tenants to, and give it
-    the data claim the chart's default mounts: a ReadWriteMany PersistentVolumeClaim bound by the real
-    kube-controller-manager to a PersistentVolume (the emulated kubelet runs every volume from its data
-    directory, as a real one runs it from the volume's storage)."""
+    """Make ``namespace`` enforce Pod Security "restricted", as docs/security.md tells tenants to; its data claim
+    (the chart's default task volume, made by the ``namespace`` fixture) is bound by the real
+    kube-controller-manager."""
     kube.kubectl(
         "label", "namespace", namespace, *(f"pod-security.kubernetes.io/{m}=restricted" for m in MODES)
     )
-    volume = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": f"data-{namespace}"},
-        "spec": {
-            "capacity": {"storage": "1Gi"},
-            "accessModes": ["ReadWriteMany"],
-            "storageClassName": "manual",
-            "hostPath": {"path": f"/srv/mrsched/{namespace}"},  # a PV's source; Pod Security checks pods
-            "claimRef": {"namespace": namespace, "name": DATA_CLAIM},
-        },
-    }
-    claim = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": DATA_CLAIM, "namespace": namespace},
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            "storageClassName": "manual",
-            "resources": {"requests": {"storage": "1Gi"}},
-        },
-    }
-    kube.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([volume, claim]))
     wait_for(
         lambda: (
             kube.kubectl("get", "pvc", DATA_CLAIM, "-n", namespace, "-o", "jsonpath={.status.phase}").stdout

@@ -110,7 +110,9 @@ def test_finished_pods_of_jobs_ended_a_ttl_ago_are_pruned_and_nothing_else() -> 
     pods = [
         task("old-done", "old", "Succeeded"),
         task("old-failed", "old", "Failed"),
-        task("old-running", "old", "Running"),  # a job's last attempts are ended, not pruned, by their own path
+        task(
+            "old-running", "old", "Running"
+        ),  # a job's last attempts are ended, not pruned, by their own path
         task("old-going", "old", "Succeeded", deleting=True),
         task("recent-done", "recent", "Succeeded"),
         task("live-job", "live", "Succeeded"),

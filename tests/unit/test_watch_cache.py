@@ -133,4 +133,7 @@ def test_a_memo_derives_again_only_when_the_object_changes_and_forgets_what_is_g
     assert len(memo) == 2
     memo(pod("b", 1))
     memo.sweep()  # a was not asked for since the last sweep: gone
-    assert len(memo) == 1
+    assert len(memo) == 1 and calls == ["a", "a", "b"]
+    unversioned = {"metadata": {"name": "x", "resourceVersion": ""}}
+    memo(unversioned), memo(unversioned)
+    assert calls[-2:] == ["x", "x"], "without a uid and version nothing is memoised"

@@ -230,23 +230,29 @@ class Memo(Generic[T]):
 
     def __init__(self, derive: Callable[[dict[str, Any]], T]) -> None:
         self._derive = derive
-        self._values: dict[str, tuple[str, T]] = {}
-        self._used: set[str] = set()
+        #: uid -> (resourceVersion, value, the sweep generation that last asked for it)
+        self._values: dict[str, tuple[str, T, int]] = {}
+        self._generation = 0
 
     def __call__(self, obj: dict[str, Any]) -> T:
         meta = obj["metadata"]
-        key, version = meta.get("uid") or object_key(obj), meta.get("resourceVersion", "")
-        self._used.add(key)
+        key = meta.get("uid")
+        version = meta.get("resourceVersion")
+        if not key or not version:  # not from the API server (tests' objects): nothing to key on
+            return self._derive(obj)
         held = self._values.get(key)
-        if held is not None and held[0] == version and version:
+        if held is not None and held[0] == version:
+            if held[2] != self._generation:
+                self._values[key] = (version, held[1], self._generation)
             return held[1]
         value = self._derive(obj)
-        self._values[key] = (version, value)
+        self._values[key] = (version, value, self._generation)
         return value
 
     def sweep(self) -> None:
-        self._values = {k: v for k, v in self._values.items() if k in self._used}
-        self._used = set()
+        now = self._generation
+        self._values = {k: v for k, v in self._values.items() if v[2] == now}
+        self._generation += 1
 
     def __len__(self) -> int:
         return len(self._values)
