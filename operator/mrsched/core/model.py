@@ -204,6 +204,8 @@ class ClusterSnapshot:
     _slot_totals: tuple[int, int, int] | None = field(default=None, repr=False)  # (nodes, map, reduce)
     _any_by_requests: bool = field(default=False, repr=False)
     _memo: dict[Hashable, object] = field(default_factory=dict, repr=False)
+    #: slot_total of by-requests nodes, per (kind, smallest request); cleared when nodes or reserved change.
+    _capacity_totals: dict[tuple[str, float, float], int] = field(default_factory=dict, repr=False)
     _memo_version: int = field(default=-1, repr=False)
 
     def slot_total(self, kind: TaskType) -> int:
@@ -213,19 +215,34 @@ class ClusterSnapshot:
         it is each node's :meth:`capacity`, the tasks of ``kind`` its allocatable holds, kept per version."""
         totals = self._slot_totals
         if totals is None or totals[0] != len(self.nodes):
+            self._capacity_totals.clear()
             nodes = self.nodes.values()
             totals = (len(self.nodes), sum(n.map_slots for n in nodes), sum(n.reduce_slots for n in nodes))
             self._slot_totals = totals
             self._any_by_requests = any(n.by_requests for n in nodes)
         if self._any_by_requests:
-            return self.memo(("slot-total", kind), lambda: sum(self.capacity(n, kind) for n in self.nodes))
+            # Not per version: a node's capacity depends on its allocatable, what other pods reserve there and
+            # the smallest request among active jobs, none of which a placement changes; per version it was a
+            # pass over every node per placement (quadratic in nodes at a round's scale).
+            request = self.smallest_request(kind)
+            key = (kind, request.cpu, request.memory_mb)
+            total = self._capacity_totals.get(key)
+            if total is None:
+                total = self._capacity_totals[key] = sum(self.capacity(n, kind) for n in self.nodes)
+            return total
         return totals[1] if kind == "map" else totals[2]
+
+    def reserve(self, node: str, resources: Resources) -> None:
+        """Set what pods this snapshot does not list request on ``node`` (:attr:`reserved`)."""
+        self.reserved[node] = resources
+        self._capacity_totals.clear()
 
     def replace_node(self, name: str, node: Node) -> None:
         """Change what the scheduler knows of a node (its slots, its health verdict); jobs and running attempts
         are unchanged, so :attr:`version` is too."""
         old, totals = self.nodes.get(name), self._slot_totals
         self.nodes[name] = node
+        self._capacity_totals.clear()
         if old is None or totals is None or old.by_requests != node.by_requests:
             self._slot_totals = None
         else:  # kept exact by the difference: self-adaptive slots replaces a node on each of its heartbeats

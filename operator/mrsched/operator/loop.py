@@ -183,13 +183,22 @@ class SchedulingLoop:
         active: list[tuple[dict[str, Any], JobState]] = []
         racks = {name: info.node.rack for name, info in workers.items()}
         recorded: set[str] = set()  # jobs whose status now holds what their pods showed this round
-        for body, state in list(states):
+
+        def reconcile(item: tuple[dict[str, Any], JobState]) -> tuple[str, Exception | None]:
             try:
-                phase = self.reconciler.reconcile(body, state, workers, racks, now, stats)
+                return self.reconciler.reconcile(item[0], item[1], workers, racks, now, stats), None
             except LeadershipLost:
                 raise  # no more writes this round (leader.py)
             except Exception as err:  # one job's fault (a 429 on its status patch) must not stop the others
-                self.reconciler.job_error(body, "reconcile", err)
+                return "", err
+
+        # Jobs are reconciled side by side: each is mostly its status patch's round trip, and with hundreds of
+        # jobs one after the other those round trips, not the work, set the round's length.
+        for (body, state), (phase, error) in zip(
+            list(states), self._pool.map(reconcile, list(states)), strict=True
+        ):
+            if error is not None:
+                self.reconciler.job_error(body, "reconcile", error)
                 states.remove((body, state))  # nothing is learnt or placed from a state not written
                 phases[str((body.get("status") or {}).get("phase") or "Pending")] += 1
                 continue

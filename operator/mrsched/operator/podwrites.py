@@ -115,12 +115,12 @@ class PodWrites:
         for pod in pods:
             by_job[pod["metadata"]["labels"][JOB_UID_LABEL]].append(pod)
         states = {state.spec.uid: (body, state) for body, state in active}
-        ready = []
-        for uid, created in by_job.items():
-            body, state = states[uid]
+
+        def write(uid: str) -> Exception | None:
+            state = states[uid][1]
             attempts = [
                 (labels[TYPE_LABEL], int(labels[INDEX_LABEL]), int(labels[ATTEMPT_LABEL]))
-                for labels in (pod["metadata"]["labels"] for pod in created)
+                for labels in (pod["metadata"]["labels"] for pod in by_job[uid])
             ]
             record = state.record(attempts)
             try:
@@ -129,10 +129,19 @@ class PodWrites:
             except LeadershipLost:
                 raise  # no more writes this round (leader.py)
             except Exception as err:  # placed again next round
-                self.job_error(body, "record", err)
-                continue
+                return err
             state.status["tasks"] = record
-            ready += created
+            return None
+
+        ready = []
+        # One patch per job, side by side (their round trips, not their work, would set the pace); every one
+        # is answered before any pod is created.
+        jobs = list(by_job)
+        for uid, error in zip(jobs, self.pool.map(write, jobs), strict=True):
+            if error is not None:
+                self.job_error(states[uid][0], "record", error)
+                continue
+            ready += by_job[uid]
         return ready
 
     def _create(self, pod: dict[str, Any]) -> tuple[int, str]:

@@ -271,7 +271,7 @@ def reserve_others(snapshot: ClusterSnapshot, used: dict[str, Resources]) -> Non
             request = snapshot.job(attempt.task.job_id).request(attempt.task.kind)
             cpu -= request.cpu
             memory -= request.memory_mb
-        snapshot.reserved[name] = Resources(cpu=max(0.0, cpu), memory_mb=max(0.0, memory))
+        snapshot.reserve(name, Resources(cpu=max(0.0, cpu), memory_mb=max(0.0, memory)))
 
 
 def pod_request(pod: dict[str, Any]) -> tuple[str, float, float] | None:

@@ -107,6 +107,9 @@ class WatchedList:
         self._put(obj)
 
     def _put(self, obj: dict[str, Any]) -> bool:
+        # managedFields (server-side apply's per-field ownership) are a third or more of a pod's JSON and nothing
+        # here reads them: dropped on the way in, as client-go's informers' transform functions do.
+        obj["metadata"].pop("managedFields", None)
         key = object_key(obj)
         version = obj["metadata"].get("resourceVersion", "")
         with self._lock:
@@ -179,6 +182,7 @@ class WatchedList:
             meta = page.get("metadata") or {}
             version = version or meta.get("resourceVersion", "")  # every page is of the first page's snapshot
             for obj in page.get("items") or []:
+                obj["metadata"].pop("managedFields", None)  # as in _put
                 store[object_key(obj)] = obj
             token = meta.get("continue")
             if not token:
