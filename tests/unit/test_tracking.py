@@ -120,3 +120,41 @@ def test_finished_pods_of_jobs_ended_a_ttl_ago_are_pruned_and_nothing_else() -> 
     finished = {"old": 1000.0, "recent": 1250.0}
     assert prunable(pods, finished, now=1300.0, ttl_s=300) == [("ns", "old-done"), ("ns", "old-failed")]
     assert prunable(pods, finished, now=1299.0, ttl_s=300) == []
+
+
+def test_a_finished_jobs_status_stays_as_it_was_once_its_pods_are_pruned() -> None:
+    from mrsched.operator import status as job_status
+    from mrsched.operator.jobstate import JobState
+
+    body: dict[str, Any] = {
+        "metadata": {"name": "j", "namespace": "ns", "uid": "u1", "generation": 1},
+        "spec": {"workload": {"app": "pi"}, "output": {"path": "o"}, "maps": 1, "reduces": 1},
+    }
+    pods = [
+        {
+            "metadata": {
+                "name": f"j-u1-{k[0]}00000-a0",
+                "namespace": "ns",
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {
+                    "mrsched.dev/task-type": k,
+                    "mrsched.dev/task-index": "0",
+                    "mrsched.dev/attempt": "0",
+                },
+            },
+            "spec": {"nodeName": "n1"},
+            "status": {"phase": "Succeeded", "startTime": "2026-01-01T00:00:01Z"},
+        }
+        for k in ("map", "reduce", "commit")
+    ]
+    now, backoff = 1767225700.0, (2.0, 60.0)
+    state = JobState.build(body, [a for p in pods if (a := read_attempt(p)) is not None])
+    first, _ = job_status.compute(state, job_status.decide(state), "fair", now, backoff)
+    assert first["phase"] == "Succeeded"
+    body["status"] = first
+    pruned = JobState.build(body, [])  # every pod deleted since
+    again, transitions = job_status.compute(pruned, job_status.decide(pruned), "fair", now + 600, backoff)
+    assert transitions == []
+    assert {k: v for k, v in again.items() if v is not None} == {
+        k: v for k, v in first.items() if v is not None
+    }

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mrsched.operator.jobstate import JobState, rfc3339
-from mrsched.operator.pods import PodAttempt
+from mrsched.operator.pods import PodAttempt, parse_time
 
 LocalityLevel = Literal["nodeLocal", "rackLocal", "offRack", "unknown"]
 #: The locality levels of status.locality, best first (Hadoop's node-local, rack-local, off-rack).
@@ -171,7 +171,8 @@ def compute(
     reduces = state.counters("reduce", now, *backoff)
     total = maps["total"] + reduces["total"]
     done = maps["succeeded"] + reduces["succeeded"]
-    start = state.first_start()
+    # A finished job's pods may be gone (pruned after finishedPodTTLSeconds): its start is then the recorded one.
+    start = state.first_start() or parse_time(old.get("startTime"))
     status: dict[str, Any] = {
         "phase": verdict.phase,
         "policy": policy,
