@@ -6,7 +6,9 @@
 A fresh local cluster per run (kube-apiserver, etcd, controller manager, kube-scheduler, kwok, Prometheus) with
 one node emulator in model mode and ``--nodes`` nodes of class ``large`` (8 cores, 16 GiB), each renewing its
 Lease every 10 s as a kubelet does: every run starts on empty nodes (deleting 10,000 pods through one API server
-on two cores takes longer than a new cluster). kube-scheduler runs first, then each policy. For each policy, the operator's ``SchedulingLoop`` runs in this process on the operator's
+on two cores takes longer than a new cluster). kube-scheduler runs first, then each policy.
+
+For each policy, the operator's ``SchedulingLoop`` runs in this process on the operator's
 ``ClusterApi`` with its watch caches (informers.py), as ``mrsched run`` runs it: ``--jobs`` wordcount jobs of
 ``--maps-per-job`` maps (10,000 task pods in flight by default), each map 64 GiB of model input so that none
 ends during the run, maps requesting 500m and 256Mi, no slot cap (concurrency by requests). Rounds run back to
@@ -359,7 +361,8 @@ def report(args: argparse.Namespace, registered: float, runs: list[dict[str, Any
     idle_all = [t for r in runs if r["who"] != "kube-scheduler" for t in r["idle_rounds"]]
     lines += [
         "",
-        f"# idle round p50 over every policy: {statistics.median(idle_all) * 1e3:.0f} ms (aim < 100 ms)",
+        f"# idle round p50 over every policy: {statistics.median(idle_all) * 1e3 if idle_all else float('nan'):.0f} ms "
+        "(aim < 100 ms)",
         "# the peak RSS is this benchmark process's: the loop and its caches, plus the benchmark's own objects",
     ]
     return "\n".join(lines)
