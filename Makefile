@@ -101,7 +101,7 @@ bench-operator: deps venv binaries  ## the operator's pods placed/s and round la
 	$(PY) bench/operator_placement.py --out bench/results/operator-placement.txt
 
 bench-scale: deps venv binaries  ## the operator at 1,000 nodes and 10,000 task pods (watch caches) against the real kube-scheduler on the same apiserver, into bench/results/operator-scale.txt
-	$(PY) bench/operator_scale.py --out bench/results/operator-scale.txt
+	$(PY) bench/operator_scale.py --idle-rounds 10 --out bench/results/operator-scale.txt
 
 cluster-up: deps venv binaries  ## a local cluster for kubectl: prints KUBECONFIG and the Prometheus URL
 	$(BIN)/mrsched cluster up
