@@ -189,7 +189,10 @@ def test_lsps_gives_a_small_jobs_user_shorter_job_times_than_fair_while_a_large_
 ) -> None:
     apply_crds(kube)
     emulate({"small": 3})
-    operator = start_operator(kube, namespace, tmp_path / "logs", policy="fair", env=PAPER_SLOTS)
+    # lsps shares slots per job user: this cluster's admin lets jobs name users other than their namespace
+    # (jobPolicy.allowUserOverride, docs/security.md); without it the operator refuses them (NotAllowed).
+    allow_users = {**PAPER_SLOTS, "MRSCHED_ALLOW_USER_OVERRIDE": "true"}
+    operator = start_operator(kube, namespace, tmp_path / "logs", policy="fair", env=allow_users)
     try:
         fair = run_users(kube, namespace, "fair")
         lsps = run_users(kube, namespace, "lsps")
