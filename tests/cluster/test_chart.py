@@ -447,6 +447,21 @@ def service_account_kubeconfig(kube: Kube, namespace: str, account: str, path: P
     return path
 
 
+def evil_job() -> dict[str, Any]:
+    """The security review's job: a custom image and command that would wipe every tenant's data."""
+    return job_manifest(
+        "evil",
+        workload={
+            "app": "custom",
+            "image": "evil.example/miner:latest",
+            "command": ["sh", "-c", "rm -rf /data/*"],
+        },
+        output={"path": "out/evil"},
+        maps=1,
+        reduces=1,
+    )
+
+
 def restrict(kube: Kube, namespace: str) -> None:
     """Make ``namespace`` enforce Pod Security "restricted", as docs/security.md tells tenants to; its data claim
     (the chart's default task volume, made by the ``namespace`` fixture) is bound by the real
@@ -525,17 +540,7 @@ def test_operator_runs_a_job_in_a_restricted_namespace_with_only_the_charts_perm
         # The operator checks the job policy itself: with the admission policy gone, a job with an image the
         # admin did not allow is refused by the operator, and none of its pods is created.
         kube.kubectl("delete", "validatingadmissionpolicybinding", f"{account}-{namespace}-jobs")
-        evil = job_manifest(
-            "evil",
-            workload={
-                "app": "custom",
-                "image": "evil.example/miner:latest",
-                "command": ["sh", "-c", "rm -rf /data/*"],
-            },
-            output={"path": "out/evil"},
-            maps=1,
-            reduces=1,
-        )
+        evil = evil_job()
         wait_for(lambda: apply(kube, namespace, evil, check=False).returncode == 0, 30, "the binding gone")
         job = wait_phase(kube, namespace, "evil", ("Succeeded", "Failed"), 30)
         assert job["status"]["reason"] == "NotAllowed", job["status"]
@@ -635,17 +640,7 @@ def test_a_job_outside_the_admins_job_policy_is_refused_at_admission(
 ) -> None:
     """The chart's ValidatingAdmissionPolicy, with its defaults: no job brings its own image or command, and
     spec.user is the namespace. Whoever submits (here the cluster admin), the apiserver refuses and says why."""
-    evil = job_manifest(
-        "evil",
-        workload={
-            "app": "custom",
-            "image": "evil.example/miner:latest",
-            "command": ["sh", "-c", "rm -rf /data/*"],
-        },
-        output={"path": "out/evil"},
-        maps=1,
-        reduces=1,
-    )
+    evil = evil_job()
 
     # The apiserver loads a new policy asynchronously: a create just after the install may still pass. A
     # server-side dry run goes through admission and stores nothing.

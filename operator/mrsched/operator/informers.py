@@ -34,6 +34,15 @@ class ClusterCaches:
         on_change: Callable[[], None],
     ) -> None:
         watch = partial(WatchedList, on_change=on_change)
+        # Everyone else's bound pods: what already takes each worker's capacity.
+        not_ours = watch(
+            "other-pods",
+            partial(
+                core.list_pod_for_all_namespaces,
+                label_selector=f"!{JOB_LABEL}",
+                field_selector=BOUND_UNFINISHED,
+            ),
+        )
         self.nodes = watch("nodes", partial(core.list_node, label_selector=node_selector))
         if namespaces:
             self.task_pods = [
@@ -50,14 +59,6 @@ class ClusterCaches:
             elsewhere = ",".join(f"metadata.namespace!={ns}" for ns in namespaces)
             others = [
                 watch(
-                    "other-pods",
-                    partial(
-                        core.list_pod_for_all_namespaces,
-                        label_selector=f"!{JOB_LABEL}",
-                        field_selector=BOUND_UNFINISHED,
-                    ),
-                ),
-                watch(
                     "other-task-pods",
                     partial(
                         core.list_pod_for_all_namespaces,
@@ -73,17 +74,8 @@ class ClusterCaches:
             self.jobs = [
                 watch("jobs", partial(custom.list_cluster_custom_object, API_GROUP, API_VERSION, PLURAL))
             ]
-            others = [
-                watch(
-                    "other-pods",
-                    partial(
-                        core.list_pod_for_all_namespaces,
-                        label_selector=f"!{JOB_LABEL}",
-                        field_selector=BOUND_UNFINISHED,
-                    ),
-                )
-            ]
-        self.others = others
+            others = []
+        self.others = [not_ours, *others]
         self._by_namespace = {ns: i for i, ns in enumerate(namespaces)}
 
     @property
