@@ -118,7 +118,10 @@ def test_finished_pods_of_jobs_ended_a_ttl_ago_are_pruned_and_nothing_else() -> 
         task("live-job", "live", "Succeeded"),
     ]
     finished = {"old": 1000.0, "recent": 1250.0}
-    assert prunable(pods, finished, now=1300.0, ttl_s=300) == [("ns", "old-done"), ("ns", "old-failed")]
+    assert prunable(pods, finished, now=1300.0, ttl_s=300) == [
+        ("ns", "old-done", "old"),
+        ("ns", "old-failed", "old"),
+    ]
     assert prunable(pods, finished, now=1299.0, ttl_s=300) == []
 
 

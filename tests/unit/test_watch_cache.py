@@ -3,10 +3,19 @@ bookmarks, 410 Gone, selectors' DELETED, and writes through that never go back i
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from typing import Any
 
+from mrsched.core.model import Explanation
+from mrsched.operator.canary import busy_nodes
+from mrsched.operator.config import OperatorConfig
+from mrsched.operator.informers import slim_pod
+from mrsched.operator.jobspec import JobSpec
+from mrsched.operator.pods import TRACKING_FINALIZER, read_attempt, task_pod
+from mrsched.operator.snapshot import pod_request
+from mrsched.operator.tracking import tracked
 from mrsched.operator.watchcache import Memo, WatchedList
 
 
@@ -130,6 +139,34 @@ def test_a_write_through_is_kept_until_a_newer_event_and_never_revives_a_deleted
     assert names(cache) == ["a"]
 
 
+def test_groups_change_version_only_when_one_of_their_objects_does() -> None:
+    server = FakeServer([[pod("a1", 5, job="a"), pod("a2", 6, job="a"), pod("b1", 7, job="b")]], "10", [])
+    cache = WatchedList("pods", server, group_by=lambda o: o["labels"]["job"]).start()
+    assert server.done.wait(5)
+    cache.stop()
+
+    def members(groups: dict[str, tuple[int, list[dict[str, Any]]]]) -> dict[str, list[str]]:
+        return {g: sorted(o["metadata"]["name"] for o in objs) for g, (_, objs) in groups.items()}
+
+    before = cache.groups()
+    assert members(before) == {"a": ["a1", "a2"], "b": ["b1"]}
+    cache._put(pod("a1", 5, job="a"))  # the same version again: no change
+    cache._put(pod("b1", 11, job="b"))
+    after = cache.groups()
+    assert after["a"][0] == before["a"][0], "a's pods did not change"
+    assert after["b"][0] != before["b"][0]
+    cache._remove(pod("a2", 12, job="a"))
+    cache._put(pod("c1", 13, job="c"))
+    last = cache.groups()
+    assert members(last) == {"a": ["a1"], "b": ["b1"], "c": ["c1"]}
+    assert last["a"][0] != after["a"][0] and last["b"][0] == after["b"][0]
+    cache._remove(pod("a1", 14, job="a"))
+    assert "a" not in cache.groups(), "a group with no objects is gone"
+    changes = cache.changes
+    cache._put(pod("b1", 9, job="b"))  # older than held: ignored
+    assert cache.changes == changes
+
+
 def test_a_memo_derives_again_only_when_the_object_changes_and_forgets_what_is_gone() -> None:
     calls: list[str] = []
     memo = Memo(lambda o: calls.append(o["metadata"]["name"]) or o["metadata"]["resourceVersion"])
@@ -144,3 +181,52 @@ def test_a_memo_derives_again_only_when_the_object_changes_and_forgets_what_is_g
     unversioned = {"metadata": {"name": "x", "resourceVersion": ""}}
     memo(unversioned), memo(unversioned)
     assert calls[-2:] == ["x", "x"], "without a uid and version nothing is memoised"
+
+
+def test_a_slimmed_task_pod_reads_as_the_whole_pod_does() -> None:
+    """The cache keeps of a pod only what a round reads (informers.slim_pod): every reader gets the same answer
+    from the slim pod as from the whole one, and the slim one is a fraction of its size."""
+    job = JobSpec.from_resource(
+        {
+            "metadata": {"name": "wc", "namespace": "team-a", "uid": "u1"},
+            "spec": {"workload": {"app": "wordcount"}, "input": {"paths": ["in"]}, "output": {"path": "out"}},
+        }
+    )
+    whole = task_pod(
+        job, "map", 3, 1, OperatorConfig(), node="n1", explanation=Explanation("fifo", 1.0, "why")
+    )
+    whole["metadata"].update(
+        uid="p1",
+        resourceVersion="7",
+        creationTimestamp="2026-01-01T00:00:00Z",
+        finalizers=[TRACKING_FINALIZER],
+    )
+    report = '{"wall_s": 2.5, "written_bytes": 1024}'
+    whole["status"] = {
+        "phase": "Failed",
+        "startTime": "2026-01-01T00:00:01Z",
+        "conditions": [{"type": "DisruptionTarget", "status": "True"}],
+        "containerStatuses": [
+            {
+                "name": "task",
+                "state": {
+                    "terminated": {
+                        "exitCode": 143,
+                        "reason": "Error",
+                        "message": report,
+                        "startedAt": "2026-01-01T00:00:02Z",
+                        "finishedAt": "2026-01-01T00:00:09Z",
+                    }
+                },
+            }
+        ],
+    }
+    slim = slim_pod(copy.deepcopy(whole))
+    assert read_attempt(slim) == read_attempt(whole) and read_attempt(whole) is not None
+    assert pod_request(slim) == pod_request(whole) is None, "finished: it holds nothing"
+    for pod in (whole, slim):
+        pod["status"]["phase"] = "Running"
+    assert pod_request(slim) == pod_request(whole) and pod_request(whole) is not None
+    assert tracked(slim) == tracked(whole) == 0
+    assert busy_nodes([slim]) == busy_nodes([whole])
+    assert len(json.dumps(slim)) < len(json.dumps(whole)) / 2, (len(json.dumps(slim)), len(json.dumps(whole)))

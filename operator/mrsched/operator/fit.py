@@ -72,6 +72,11 @@ def _could_admit(info: NodeInfo, spec: JobSpec) -> bool:
 _REFUSALS = tuple(r for r in REJECTIONS if r not in ("Evicted", "NodeLost", "Preempting"))
 
 
+def is_refusal(attempt: PodAttempt) -> bool:
+    """The attempt's pod was refused by its node's kubelet (``refusing_nodes``)."""
+    return attempt.reason in _REFUSALS
+
+
 def refusing_nodes(attempts: Iterable[PodAttempt], now: float, cooldown_s: float) -> set[str]:
     """Nodes whose kubelet refused one of our task pods (``NodeShutdown``, ``OutOfcpu``, ...) less than
     ``cooldown_s`` ago: the scheduler's view said the pod fits, the node says it does not take it, and it will

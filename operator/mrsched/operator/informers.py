@@ -17,11 +17,38 @@ from functools import partial
 from typing import Any
 
 from mrsched.operator.jobspec import API_GROUP, API_VERSION, PLURAL
-from mrsched.operator.pods import JOB_LABEL
+from mrsched.operator.pods import JOB_LABEL, JOB_UID_LABEL
 from mrsched.operator.watchcache import WatchedList, wait_all_synced
 
 #: Bound pods that still hold their requests: what the kubelet counts against allocatable.
 BOUND_UNFINISHED = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+
+
+def job_uid(pod: dict[str, Any]) -> str:
+    return str(((pod.get("metadata") or {}).get("labels") or {}).get(JOB_UID_LABEL, ""))
+
+
+def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
+    """A pod as a round reads it (pods.read_attempt, snapshot.pod_request, tracking, canary): its metadata and
+    status whole; of its spec, the node, the scheduler and each container's requests. The rest (command, env,
+    volumes, security context, the explanation annotation) is most of a task pod's JSON and is never read from
+    the cache: 10,000 pods fit the chart's memory limit."""
+    spec = pod.get("spec") or {}
+    pod["spec"] = {
+        "nodeName": spec.get("nodeName"),
+        "schedulerName": spec.get("schedulerName"),
+        "containers": [
+            {
+                "name": c.get("name"),
+                "resources": {"requests": (c.get("resources") or {}).get("requests") or {}},
+            }
+            for c in spec.get("containers") or []
+        ],
+    }
+    meta = pod.get("metadata") or {}
+    meta.pop("annotations", None)
+    meta.pop("ownerReferences", None)
+    return pod
 
 
 class ClusterCaches:
@@ -34,8 +61,9 @@ class ClusterCaches:
         on_change: Callable[[], None],
     ) -> None:
         watch = partial(WatchedList, on_change=on_change)
+        pods = partial(WatchedList, on_change=on_change, transform=slim_pod)
         # Everyone else's bound pods: what already takes each worker's capacity.
-        not_ours = watch(
+        not_ours = pods(
             "other-pods",
             partial(
                 core.list_pod_for_all_namespaces,
@@ -46,7 +74,11 @@ class ClusterCaches:
         self.nodes = watch("nodes", partial(core.list_node, label_selector=node_selector))
         if namespaces:
             self.task_pods = [
-                watch(f"task-pods/{ns}", partial(core.list_namespaced_pod, ns, label_selector=JOB_LABEL))
+                pods(
+                    f"task-pods/{ns}",
+                    partial(core.list_namespaced_pod, ns, label_selector=JOB_LABEL),
+                    group_by=job_uid,
+                )
                 for ns in namespaces
             ]
             self.jobs = [
@@ -58,7 +90,7 @@ class ClusterCaches:
             ]
             elsewhere = ",".join(f"metadata.namespace!={ns}" for ns in namespaces)
             others = [
-                watch(
+                pods(
                     "other-task-pods",
                     partial(
                         core.list_pod_for_all_namespaces,
@@ -69,7 +101,11 @@ class ClusterCaches:
             ]
         else:
             self.task_pods = [
-                watch("task-pods", partial(core.list_pod_for_all_namespaces, label_selector=JOB_LABEL))
+                pods(
+                    "task-pods",
+                    partial(core.list_pod_for_all_namespaces, label_selector=JOB_LABEL),
+                    group_by=job_uid,
+                )
             ]
             self.jobs = [
                 watch("jobs", partial(custom.list_cluster_custom_object, API_GROUP, API_VERSION, PLURAL))
@@ -104,6 +140,18 @@ class ClusterCaches:
 
     def task_pod_items(self) -> list[dict[str, Any]]:
         return [pod for cache in self.task_pods for pod in cache.items()]
+
+    def task_pod_groups(self) -> dict[str, tuple[tuple[int, int], list[dict[str, Any]]]]:
+        """Task pods by their job's uid, each group with a version that changes whenever one of its pods does."""
+        out: dict[str, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
+        for i, cache in enumerate(self.task_pods):
+            for uid, (version, pods) in cache.groups().items():
+                out[uid] = ((i, version), pods)  # a job's pods are all in its own namespace: one cache
+        return out
+
+    def pod_changes(self) -> tuple[int, ...]:
+        """Changes seen so far by every pod cache: equal in two calls, no pod changed in between."""
+        return tuple(cache.changes for cache in (*self.task_pods, *self.others))
 
     def job_items(self) -> list[dict[str, Any]]:
         return [job for cache in self.jobs for job in cache.items()]

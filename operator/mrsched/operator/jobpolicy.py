@@ -11,12 +11,12 @@ first task starts; one already running when the rules tighten finishes under the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobspec import InvalidSpec, JobSpec
-from mrsched.operator.pods import read_attempt
+from mrsched.operator.pods import PodAttempt, read_attempt
 
 #: In ``allowed_images``: any image (the chart's ``jobPolicy.allowedImages: ["*"]``).
 ANY_IMAGE = "*"
@@ -61,7 +61,10 @@ def check(spec: JobSpec, config: OperatorConfig) -> None:
 
 
 def within_namespace_caps(
-    creations: list[dict[str, Any]], live_pods: Iterable[dict[str, Any]], cap: int
+    creations: list[dict[str, Any]],
+    live_pods: Iterable[dict[str, Any]],
+    cap: int,
+    parse: Callable[[dict[str, Any]], PodAttempt | None] = read_attempt,
 ) -> list[dict[str, Any]]:
     """The pods of ``creations`` (in the policies' order) that keep each namespace at or under ``cap`` task
     pods running or pending, counting its ``live_pods``; the rest stay pending for a later round. 0: no cap."""
@@ -69,7 +72,7 @@ def within_namespace_caps(
         return creations
     live: Counter[str] = Counter()
     for pod in live_pods:
-        attempt = read_attempt(pod)
+        attempt = parse(pod)
         if attempt is not None and attempt.live:
             live[pod["metadata"]["namespace"]] += 1
     kept = []

@@ -9,13 +9,13 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from mrsched.operator.informers import ClusterCaches
+from mrsched.operator.informers import ClusterCaches, job_uid
 from mrsched.operator.jobspec import API_GROUP, API_VERSION, KIND, PLURAL
 from mrsched.operator.kubeclient import (
     JSON_PATCH,
@@ -75,6 +75,24 @@ class ClusterApi(LeaseCalls):
         return [
             p for ns in self.namespaces for p in _json(self.core.list_namespaced_pod(ns, **kwargs))["items"]
         ]
+
+    def task_pods_by_job(self) -> dict[str, tuple[Hashable, list[dict[str, Any]]]]:
+        """Task pods by their job's uid, each group with a signature that is equal in two calls only when none
+        of the group's pods changed in between (with caches: the group's version, without reading the pods)."""
+        if self.caches is not None:
+            return dict(self.caches.task_pod_groups())
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for pod in self.list_task_pods():
+            groups.setdefault(job_uid(pod), []).append(pod)
+        return {
+            uid: (tuple((p["metadata"]["name"], p["metadata"].get("resourceVersion")) for p in pods), pods)
+            for uid, pods in groups.items()
+        }
+
+    def pod_changes(self) -> Hashable | None:
+        """Equal in two calls only when no pod that :meth:`list_task_pods` or :meth:`list_other_pods_on`
+        returns changed in between; None without caches (nothing known: read them again)."""
+        return self.caches.pod_changes() if self.caches is not None else None
 
     def list_other_pods_on(self) -> list[dict[str, Any]]:
         """Every bound, unfinished pod that :meth:`list_task_pods` does not return: with those, what takes node

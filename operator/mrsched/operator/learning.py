@@ -89,6 +89,10 @@ class LearningFeed:
             self._finished_jobs.discard(uid)
             self._seen_outcomes.pop(uid, None)
 
+    def held_job(self, uid: str) -> Job | None:
+        """The job's core object as the last :meth:`core_job` left it, if any."""
+        return self._jobs.get(uid)
+
     def core_job(self, state: JobState, now: float) -> Job:
         """The job's core object, kept across rounds; tasks that became schedulable again are announced."""
         backoff = (self.config.backoff_base_s, self.config.backoff_max_s)

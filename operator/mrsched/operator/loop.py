@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -33,6 +33,7 @@ from mrsched.operator import snapshot as snap
 from mrsched.operator.canary import CanaryGate, busy_nodes, canary_explanation, canary_spec
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.health import NodeHealthReporter, untolerated_degraded
+from mrsched.operator.jobcache import JobCache, QuietJob, quiet_until, refusals
 from mrsched.operator.jobspec import InvalidSpec
 from mrsched.operator.jobstate import JobState
 from mrsched.operator.kubeapi import ClusterApi
@@ -41,7 +42,7 @@ from mrsched.operator.learning import LearningFeed
 from mrsched.operator.livemetrics import LiveMetrics
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.nodemetrics import NodeMetricsSource, prometheus_query
-from mrsched.operator.pods import JOB_UID_LABEL, PodAttempt, parse_time, read_attempt, task_pod
+from mrsched.operator.pods import PodAttempt, parse_time, read_attempt, task_pod
 from mrsched.operator.podwrites import PodWrites
 from mrsched.operator.probes import ProbeRunner
 from mrsched.operator.profiles import ProfileStore
@@ -108,6 +109,8 @@ class SchedulingLoop:
         self._read_attempt = Memo(read_attempt)
         self._pod_request = Memo(snap.pod_request)
         self._rounds = 0
+        self.job_cache = JobCache()
+        self._requested_at: tuple[Hashable | None, dict[str, Any]] = (None, {})
 
     # running ----------------------------------------------------------------------------------------------
 
@@ -158,29 +161,37 @@ class SchedulingLoop:
             n.node.name: n for n in nodes if snap.selector_matches(self.config.node_selector, n.labels)
         }
         usable = {name: n for name, n in workers.items() if n.ready and n.schedulable}
-        attempts: dict[str, list[PodAttempt]] = defaultdict(list)
-        pods_by_name: dict[str, dict[str, Any]] = {}
-        task_pods = self.api.list_task_pods()
-        for pod in task_pods:
-            attempt = self._read_attempt(pod)
-            uid = (pod["metadata"].get("labels") or {}).get(JOB_UID_LABEL, "")
-            if attempt is not None:
-                attempts[uid].append(attempt)
-                pods_by_name[f"{pod['metadata']['namespace']}/{attempt.name}"] = pod
+        # Only the jobs whose object, pods or nodes changed, or whose timers are due, are read and reconciled
+        # again; the others are as the last round left them (jobcache).
+        groups = self.api.task_pods_by_job()
         bodies = self.api.list_jobs()
         stats.jobs = len(bodies)
+        epoch = self.job_cache.workers_epoch(workers)
         phases: dict[str, int] = defaultdict(int)
         states: list[tuple[dict[str, Any], JobState]] = []
+        quiet: list[QuietJob] = []
+        keys: dict[str, Hashable] = {}
+        attempts: dict[str, list[PodAttempt]] = {}
         for body in bodies:
+            meta = body["metadata"]
+            uid = meta["uid"]
+            signature, pods = groups.get(uid, ((), []))
+            keys[uid] = (meta.get("resourceVersion"), signature, epoch)
+            held = self.job_cache.get(uid, keys[uid], now) if meta.get("resourceVersion") else None
+            if held is not None:
+                quiet.append(held)
+                phases[held.phase] += 1
+                continue
+            attempts[uid] = [a for pod in pods if (a := self._read_attempt(pod)) is not None]
             try:
-                state = JobState.build(body, attempts.get(body["metadata"]["uid"], []))
+                state = JobState.build(body, attempts[uid])
                 if not state.status.get("tasks"):  # not started: the admin's job policy decides (jobpolicy)
                     jobpolicy.check(state.spec, self.config)
                 states.append((body, state))
             except InvalidSpec as err:
                 phases[self.reconciler.refuse(body, str(err), now, err.reason)] += 1
 
-        active: list[tuple[dict[str, Any], JobState]] = []
+        active: list[tuple[dict[str, Any], JobState]] = [(q.body, q.state) for q in quiet if q.active]
         racks = {name: info.node.rack for name, info in workers.items()}
         recorded: set[str] = set()  # jobs whose status now holds what their pods showed this round
 
@@ -209,24 +220,48 @@ class SchedulingLoop:
             # it (fair: the job furthest below its share) would starve the jobs that can run. kube-default jobs
             # still get their pods: kube-scheduler decides for them, and says why in its own words.
             kube_default = (state.spec.policy or self.config.policy) == KUBE_DEFAULT
-            if phase in ("Pending", "Running") and (kube_default or not _blocked(state.status)):
+            is_active = phase in ("Pending", "Running") and (kube_default or not _blocked(state.status))
+            if is_active:
                 active.append((body, state))
+            uid = state.spec.uid
+            has_pods = bool(groups.get(uid, ((), []))[1])
+            self.job_cache.put(
+                uid,
+                QuietJob(
+                    keys[uid],
+                    quiet_until(state, phase, now, self.config, workers, has_pods),
+                    body,
+                    state,
+                    phase,
+                    is_active,
+                    refusals(attempts[uid], now, self.config),
+                ),
+            )
         present = {body["metadata"]["uid"] for body in bodies}
-        departed = {uid for uid in attempts if uid not in present} | {
+        self.job_cache.forget(present)
+        departed = {uid for uid in groups if uid not in present} | {
             s.spec.uid for _, s in states if s.deleting
         }
+        # The pods of the jobs read this round, and of jobs gone: a quiet job's pods were released (or not) by
+        # the round that last read them, and any change to them makes the job read again.
+        pods_by_name: dict[str, dict[str, Any]] = {
+            f"{pod['metadata']['namespace']}/{pod['metadata']['name']}": pod
+            for uid in (*attempts, *departed)
+            for pod in groups.get(uid, ((), []))[1]
+        }
         up = {name for name, info in workers.items() if info.ready}
-        self.pod_writes.release(list(pods_by_name.values()), recorded, departed, up)
+        unreleased = self.pod_writes.release(list(pods_by_name.values()), recorded, departed, up)
         finished_at = {
-            body["metadata"]["uid"]: done
-            for body in bodies
-            if (body.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-            and (done := parse_time((body.get("status") or {}).get("completionTime"))) is not None
+            uid: done
+            for _, state in states
+            if state.status.get("phase") in ("Succeeded", "Failed")
+            and (done := parse_time(state.status.get("completionTime"))) is not None
+            and (uid := state.spec.uid)
         }
         prune = tracking.prunable(
             list(pods_by_name.values()), finished_at, now, self.config.finished_pod_ttl_s
         )
-        self.pod_writes.delete_pods(prune)
+        self.job_cache.touch(unreleased | self.pod_writes.delete_pods(prune))  # tried again next round
         for phase in ("Pending", "Running", "Succeeded", "Failed"):
             self.metrics.jobs.labels(phase).set(phases.get(phase, 0))
         self.learning.forget(present, now)
@@ -239,7 +274,7 @@ class SchedulingLoop:
         probing = self._probe(workers)
         refusing = fit.refusing_nodes(
             (a for found in attempts.values() for a in found), now, self.config.node_refusal_cooldown_s
-        )
+        ).union(*(q.refusing for q in quiet))
         usable = {name: info for name, info in usable.items() if name not in probing | refusing}
         versions = {n["metadata"]["name"]: n["metadata"].get("resourceVersion", "") for n in bodies_of_nodes}
         self.metrics.profile_writes.inc(self.health.publish(workers, versions, now, persist=self._persist))
@@ -247,9 +282,10 @@ class SchedulingLoop:
         # Degraded-tainted nodes that no job tolerates take no task, but a canary map now and then (canary.py).
         if active:
             tainted = untolerated_degraded(usable, [state.spec.tolerations for _, state in active])
-            canaries = self.canaries.due(tainted, busy_nodes(pods_by_name.values()), now)
+            if tainted:
+                canaries = self.canaries.due(tainted, busy_nodes(self.api.list_task_pods()), now)
             usable = {name: info for name, info in usable.items() if name not in tainted or name in canaries}
-        self._place(active, usable, list(pods_by_name.values()), now, stats, canaries)
+        self._place(active, usable, now, stats, canaries)
         self._save_profiles(workers)
         stats.seconds = time.monotonic() - started
         self.metrics.loop_seconds.observe(stats.seconds)
@@ -315,7 +351,6 @@ class SchedulingLoop:
         self,
         active: list[tuple[dict[str, Any], JobState]],
         usable: dict[str, snap.NodeInfo],
-        task_pods: list[dict[str, Any]],
         now: float,
         stats: RoundStats,
         canaries: AbstractSet[str] = frozenset(),
@@ -326,13 +361,11 @@ class SchedulingLoop:
             return
         by_policy: dict[str, list[tuple[JobState, Job]]] = defaultdict(list)
         for _, state in active:
-            by_policy[state.spec.policy or self.config.policy].append(
-                (state, self.learning.core_job(state, now))
-            )
+            # Derived this round (LearningFeed.learn) from the same state, or unchanged since (jobcache)
+            job = self.learning.held_job(state.spec.uid) or self.learning.core_job(state, now)
+            by_policy[state.spec.policy or self.config.policy].append((state, job))
         specs = {state.spec.uid: state.spec for _, state in active}
-        used = (
-            snap.requested([*self.api.list_other_pods_on(), *task_pods], self._pod_request) if usable else {}
-        )
+        used = dict(self._requested()) if usable else {}  # _fits adds this round's placements to it
         creations: list[dict[str, Any]] = []
         nodes: dict[str, Node] = {
             name: replace(
@@ -356,6 +389,9 @@ class SchedulingLoop:
             t0 = time.perf_counter()
             policy = self.policy(name)
             placements = policy.schedule_round(snapshot, sorted(nodes))
+            # The core Jobs now say these tasks run (ClusterSnapshot.commit): derived again next round,
+            # whether or not their pods are created.
+            self.job_cache.touch({p.task.job_id for p in placements})
             self.metrics.placement_seconds.labels(name).observe(time.perf_counter() - t0)
             self.live_metrics.policy_gauges(name, policy, live_metrics, nodes)
             unfit = 0
@@ -393,8 +429,20 @@ class SchedulingLoop:
             if unfit:  # pending again next round; the policy hears of it then (LearningFeed.core_job)
                 log.debug("%s: %d of %d placements did not fit their node", name, unfit, len(placements))
         creations += self._commits(active, usable, used, now)
-        creations = jobpolicy.within_namespace_caps(creations, task_pods, self.config.max_tasks_per_namespace)
+        if creations and self.config.max_tasks_per_namespace:
+            creations = jobpolicy.within_namespace_caps(
+                creations, self.api.list_task_pods(), self.config.max_tasks_per_namespace, self._read_attempt
+            )
         stats.created += self.pod_writes.create_pods(active, creations, now)
+
+    def _requested(self) -> dict[str, Any]:
+        """CPU and memory every bound, unfinished pod requests on each node; computed again only when a pod
+        changed (ClusterApi.pod_changes)."""
+        changes = self.api.pod_changes()
+        if changes is None or changes != self._requested_at[0]:
+            pods = [*self.api.list_other_pods_on(), *self.api.list_task_pods()]
+            self._requested_at = (changes, snap.requested(pods, self._pod_request))
+        return self._requested_at[1]
 
     def _fits(
         self, placement: Placement, spec: Any, usable: dict[str, snap.NodeInfo], used: dict[str, Any]

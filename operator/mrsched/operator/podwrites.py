@@ -67,30 +67,39 @@ class PodWrites:
 
     def release(
         self, pods: list[dict[str, Any]], recorded: set[str], departed: set[str], up: set[str]
-    ) -> None:
-        """Remove the tracking finalizer from the task pods whose outcome the job's status now holds (tracking)."""
-        done = []
+    ) -> set[str]:
+        """Remove the tracking finalizer from the task pods whose outcome the job's status now holds (tracking);
+        returns the uids of the jobs with a pod whose finalizer could not be removed (tried again next round)."""
+        done, jobs = [], []
         for pod in pods:
             index = tracking.tracked(pod)
             if index is not None and tracking.releasable(pod, recorded, departed, up):
                 done.append((pod["metadata"]["namespace"], pod["metadata"]["name"], index))
-        for failed in self.pool.map(self._remove_finalizer, done):
+                jobs.append(pod["metadata"]["labels"].get(JOB_UID_LABEL, ""))
+        failed_jobs = set()
+        for uid, failed in zip(jobs, self.pool.map(self._remove_finalizer, done), strict=True):
             if failed:
                 self.metrics.job_errors.labels("finalizer").inc()
+                failed_jobs.add(uid)
+        return failed_jobs
 
-    def delete_pods(self, pods: list[tuple[str, str]]) -> None:
-        """Delete finished task pods (tracking.prunable); a failure is tried again next round."""
-        for failed in self.pool.map(self._delete, pods):
+    def delete_pods(self, pods: list[tuple[str, str, str]]) -> set[str]:
+        """Delete finished task pods, (namespace, name, job uid) from tracking.prunable; returns the uids of the
+        jobs with a pod not deleted (tried again next round)."""
+        failed_jobs = set()
+        for (_, _, uid), failed in zip(pods, self.pool.map(self._delete, pods), strict=True):
             if failed:
                 self.metrics.job_errors.labels("prune").inc()
+                failed_jobs.add(uid)
+        return failed_jobs
 
-    def _delete(self, where: tuple[str, str]) -> bool:
+    def _delete(self, where: tuple[str, str, str]) -> bool:
         try:
-            self.api.delete_pod(*where)
+            self.api.delete_pod(*where[:2])
         except LeadershipLost:
             raise  # no more writes this round (leader.py)
         except Exception as err:  # the next round tries again
-            log.warning("deleting the finished pod %s/%s: %s", *where, err)
+            log.warning("deleting the finished pod %s/%s: %s", *where[:2], err)
             return True
         return False
 

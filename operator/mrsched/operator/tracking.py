@@ -55,17 +55,18 @@ def releasable(
 
 def prunable(
     pods: list[dict[str, Any]], finished_at: Mapping[str, float], now: float, ttl_s: float
-) -> list[tuple[str, str]]:
-    """(namespace, name) of the finished task pods of jobs that ended at least ``ttl_s`` ago
+) -> list[tuple[str, str, str]]:
+    """(namespace, name, job uid) of the finished task pods of jobs that ended at least ``ttl_s`` ago
     (``finished_at``: job uid -> completion time), not yet being deleted. Their outcomes are in the job's
     status, so they only cost the API server's and every watcher's memory; the job itself stays until its own
     ``ttlSecondsAfterFinished``."""
     out = []
     for pod in pods:
         meta = pod.get("metadata") or {}
-        done = finished_at.get((meta.get("labels") or {}).get(JOB_UID_LABEL, ""))
+        uid = (meta.get("labels") or {}).get(JOB_UID_LABEL, "")
+        done = finished_at.get(uid)
         if done is None or now < done + ttl_s or meta.get("deletionTimestamp"):
             continue
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            out.append((meta["namespace"], meta["name"]))
+            out.append((meta["namespace"], meta["name"], uid))
     return out

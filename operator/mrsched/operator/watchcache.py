@@ -63,14 +63,33 @@ def _newer_or_unknown(new: str, old: str) -> bool:
 class WatchedList:
     """The objects one list call returns, kept current by a watch. ``call`` is a kubernetes client list method
     with its arguments bound (namespace, selectors); it is called with ``watch``, ``resource_version`` and the
-    paging arguments. ``on_change`` runs (in the watch thread) after every change, e.g. to wake the loop."""
+    paging arguments. ``on_change`` runs (in the watch thread) after every change, e.g. to wake the loop.
 
-    def __init__(self, name: str, call: ListCall, on_change: Callable[[], None] = lambda: None) -> None:
+    ``group_by`` (an object's group, e.g. its job's uid label) keeps the objects indexed by group, each group
+    with a version that changes whenever one of its objects does (:meth:`groups`): a round asks which groups
+    changed instead of reading every object. :attr:`changes` counts every change to the store. ``transform``
+    slims each object on its way in (client-go's informers' transform functions): the cache keeps only what its
+    readers read."""
+
+    def __init__(
+        self,
+        name: str,
+        call: ListCall,
+        on_change: Callable[[], None] = lambda: None,
+        group_by: Callable[[dict[str, Any]], str] | None = None,
+        transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:
         self.name = name
+        self._transform = transform
         self._call = call
         self._on_change = on_change
+        self._group_by = group_by
         self._lock = threading.Lock()
         self._store: dict[str, dict[str, Any]] = {}
+        self._groups: dict[str, dict[str, dict[str, Any]]] = {}
+        #: group -> the value of ``changes`` when one of its objects last changed
+        self._group_versions: dict[str, int] = {}
+        self.changes = 0
         #: Recently deleted objects' last resourceVersions, so that a late write-through cannot revive one.
         self._deleted: dict[str, str] = {}
         self._synced = threading.Event()
@@ -90,6 +109,11 @@ class WatchedList:
     def __len__(self) -> int:
         return len(self._store)
 
+    def groups(self) -> dict[str, tuple[int, list[dict[str, Any]]]]:
+        """With ``group_by``: each group's version and objects. Equal versions in two calls: the same objects."""
+        with self._lock:
+            return {g: (self._group_versions[g], list(objs.values())) for g, objs in self._groups.items()}
+
     @property
     def synced(self) -> bool:
         return self._synced.is_set()
@@ -107,30 +131,66 @@ class WatchedList:
         self._put(obj)
 
     def _put(self, obj: dict[str, Any]) -> bool:
-        # managedFields (server-side apply's per-field ownership) are a third or more of a pod's JSON and nothing
-        # here reads them: dropped on the way in, as client-go's informers' transform functions do.
-        obj["metadata"].pop("managedFields", None)
+        obj = self._slim(obj)
         key = object_key(obj)
         version = obj["metadata"].get("resourceVersion", "")
         with self._lock:
             held = self._store.get(key)
-            if held is not None and not _newer_or_unknown(
-                version, held["metadata"].get("resourceVersion", "")
-            ):
-                return False
+            if held is not None:
+                held_version = held["metadata"].get("resourceVersion", "")
+                if (version and version == held_version) or not _newer_or_unknown(version, held_version):
+                    return False  # older, or the watch's echo of our own write: nothing changed
             gone = self._deleted.get(key)
             if held is None and gone is not None and not _newer_or_unknown(version, gone):
                 return False  # our write's answer, arriving after the watch said the object was deleted
             self._store[key] = obj
+            self._regroup(key, held, obj)
         return True
 
     def _remove(self, obj: dict[str, Any]) -> None:
         key = object_key(obj)
         with self._lock:
-            self._store.pop(key, None)
+            self._regroup(key, self._store.pop(key, None), None)
             self._deleted[key] = obj["metadata"].get("resourceVersion", "")
             while len(self._deleted) > TOMBSTONES:
                 del self._deleted[next(iter(self._deleted))]  # the oldest
+
+    def _slim(self, obj: dict[str, Any]) -> dict[str, Any]:
+        # managedFields (server-side apply's per-field ownership) are a third or more of a pod's JSON and nothing
+        # here reads them: dropped on the way in, as client-go's informers' transform functions do.
+        obj["metadata"].pop("managedFields", None)
+        return self._transform(obj) if self._transform is not None else obj
+
+    def _regroup(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        """Under the lock: one object replaced (``old`` -> ``new``, either None); its groups' versions bumped."""
+        self.changes += 1
+        if self._group_by is None:
+            return
+        for obj in (old, new):
+            if obj is None:
+                continue
+            group = self._group_by(obj)
+            self._group_versions[group] = self.changes
+            members = self._groups.setdefault(group, {})
+            if obj is new:
+                members[key] = obj
+            else:
+                members.pop(key, None)
+                if not members:
+                    del self._groups[group]
+                    del self._group_versions[group]
+
+    def _index(self, store: dict[str, dict[str, Any]]) -> None:
+        """Under the lock: a fresh list replaces the store; every group gets a new version."""
+        self._store = store
+        self.changes += 1
+        self._groups, self._group_versions = {}, {}
+        if self._group_by is None:
+            return
+        for key, obj in store.items():
+            group = self._group_by(obj)
+            self._groups.setdefault(group, {})[key] = obj
+            self._group_versions[group] = self.changes
 
     # the reflector ------------------------------------------------------------------------------------------
 
@@ -182,13 +242,12 @@ class WatchedList:
             meta = page.get("metadata") or {}
             version = version or meta.get("resourceVersion", "")  # every page is of the first page's snapshot
             for obj in page.get("items") or []:
-                obj["metadata"].pop("managedFields", None)  # as in _put
-                store[object_key(obj)] = obj
+                store[object_key(obj)] = self._slim(obj)
             token = meta.get("continue")
             if not token:
                 break
         with self._lock:
-            self._store = store
+            self._index(store)
         self.lists += 1
         self._synced.set()
         self._on_change()

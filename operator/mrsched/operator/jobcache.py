@@ -1,0 +1,141 @@
+"""Jobs with nothing to do this round: their state, phase and core ``Job`` kept from the round that last
+reconciled them, so that a round costs what changed, not what exists (an idle round over 200 running jobs and
+10,000 running pods reads no pod and writes nothing).
+
+A job's round is a function of its object, its pods, the worker nodes it runs on and the clock. The first three
+are the job's key: its resourceVersion, its pods' group version (watchcache.WatchedList.groups) and the
+workers' epoch (which nodes exist, are Ready, and on which rack). The clock matters only through timers, each
+known when the job is reconciled (:func:`quiet_until`): a pending pod's start and pending timeouts, a NotReady
+node's grace, a failed task's retry delay, the reduce-idle counter's resolution, a refusing node's cooldown,
+finished pods' and the job's own TTL. A job is taken from the cache while its key is unchanged and no timer is
+due; anything else, or any doubt, reconciles it as every round did before (kube-scheduler's informers and
+work queue, in the shape of Hadoop's heartbeat loop).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from typing import Any
+
+from mrsched.core.model import Job
+from mrsched.operator import fit
+from mrsched.operator import snapshot as snap
+from mrsched.operator.config import OperatorConfig
+from mrsched.operator.jobstate import JobState
+from mrsched.operator.pods import PodAttempt, parse_time
+from mrsched.operator.status import IDLE_RESOLUTION_S
+
+
+@dataclass
+class QuietJob:
+    """A job as its last reconciliation left it, valid while ``key`` holds and until ``until``."""
+
+    key: Hashable
+    until: float
+    body: dict[str, Any]
+    state: JobState
+    phase: str
+    active: bool
+    refusing: frozenset[str] = frozenset()
+    job: Job | None = None  # the core Job the policies were given (learning.LearningFeed.core_job)
+
+
+@dataclass
+class JobCache:
+    _jobs: dict[str, QuietJob] = field(default_factory=dict)
+    _workers: frozenset[tuple[str, bool, str]] = frozenset()
+    _epoch: int = 0
+
+    def workers_epoch(self, workers: dict[str, snap.NodeInfo]) -> int:
+        """A number that changes whenever a worker node appears, goes, changes readiness or rack."""
+        now = frozenset((name, info.ready, info.node.rack) for name, info in workers.items())
+        if now != self._workers:
+            self._workers, self._epoch = now, self._epoch + 1
+        return self._epoch
+
+    def get(self, uid: str, key: Hashable, now: float) -> QuietJob | None:
+        held = self._jobs.get(uid)
+        if held is None or held.key != key or now >= held.until:
+            return None
+        return held
+
+    def put(self, uid: str, quiet: QuietJob) -> None:
+        self._jobs[uid] = quiet
+
+    def touch(self, uids: Iterable[str]) -> None:
+        """Reconcile these jobs next round whatever their key says: something this round did to them (a
+        placement, a finalizer or a deletion that failed) is not in their key."""
+        for uid in uids:
+            self._jobs.pop(uid, None)
+
+    def forget(self, present: AbstractSet[str]) -> None:
+        for uid in [u for u in self._jobs if u not in present]:
+            del self._jobs[uid]
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+
+def quiet_until(
+    state: JobState,
+    phase: str,
+    now: float,
+    config: OperatorConfig,
+    workers: dict[str, snap.NodeInfo],
+    has_pods: bool,
+) -> float:
+    """Until when the job's round would change nothing but what its key tracks: ``now`` when it must be
+    reconciled every round (a pod not yet running, a node not Ready, a job starting, being deleted or
+    committing), else the first of its timers, ``inf`` when it has none."""
+    if state.deleting:
+        return now
+    if phase in ("Succeeded", "Failed"):
+        done = parse_time(state.status.get("completionTime"))
+        if done is None:
+            return now
+        until = math.inf
+        if state.spec.ttl_after_finished_s is not None:
+            until = done + state.spec.ttl_after_finished_s
+        if has_pods:  # finished pods are pruned finishedPodTTLSeconds after the job ends (tracking.prunable)
+            until = min(until, done + config.finished_pod_ttl_s)
+        return until
+    if phase != "Running" or state.needs_commit():
+        return now
+    until = math.inf
+    backoff = (config.backoff_base_s, config.backoff_max_s)
+    maps_running = False
+    reduces_early = False
+    for task in state.every_task():
+        for attempt in task.attempts:
+            if _refusal_until(attempt, config) > now:
+                until = min(until, _refusal_until(attempt, config))
+        live = task.live
+        for attempt in live:
+            if attempt.phase != "Running" or attempt.node is None:
+                return now  # start and pending timeouts, kube-scheduler's verdicts, lost pods
+            info = workers.get(attempt.node)
+            if info is None or not info.ready:
+                return now  # the node-lost grace runs
+            maps_running = maps_running or task.kind == "map"
+            reduces_early = reduces_early or task.kind == "reduce"
+        if not task.succeeded and not live and task.attempts:
+            retry = task.retry_at(*backoff)
+            if retry > now:
+                until = min(until, retry)  # backing off: schedulable again then (on_task_requeued)
+    if reduces_early and (maps_running or state.maps_done() < len(state.of("map"))):
+        # status.reduceIdleSeconds grows with the clock, in steps of IDLE_RESOLUTION_S, while maps run
+        until = min(until, now - now % IDLE_RESOLUTION_S + IDLE_RESOLUTION_S)
+    return until
+
+
+def refusals(attempts: Iterable[PodAttempt], now: float, config: OperatorConfig) -> frozenset[str]:
+    return frozenset(fit.refusing_nodes(attempts, now, config.node_refusal_cooldown_s))
+
+
+def _refusal_until(attempt: PodAttempt, config: OperatorConfig) -> float:
+    if attempt.node is None or attempt.phase != "Failed" or not fit.is_refusal(attempt):
+        return -math.inf
+    return (attempt.finished or attempt.created) + config.node_refusal_cooldown_s

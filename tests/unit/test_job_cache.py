@@ -1,0 +1,142 @@
+"""Quiet jobs (jobcache): a job is taken from the cache only while its key holds and none of its timers is due;
+each timer the round depends on makes the job read again when it comes, and anything in flight (a pod not
+running, a node not Ready) keeps it read every round."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from mrsched.core.model import Node
+from mrsched.operator.config import OperatorConfig
+from mrsched.operator.jobcache import JobCache, QuietJob, quiet_until
+from mrsched.operator.jobstate import JobState
+from mrsched.operator.pods import PodAttempt
+from mrsched.operator.snapshot import NodeInfo
+from mrsched.operator.status import IDLE_RESOLUTION_S
+
+NOW = 1000.0
+CONFIG = OperatorConfig()
+
+
+def worker(name: str, ready: bool = True, rack: str = "r1") -> NodeInfo:
+    return NodeInfo(Node(name, 4, 8192, rack=rack), ready=ready, schedulable=True, taints=(), labels={})
+
+
+WORKERS = {"a": worker("a"), "b": worker("b")}
+
+
+def body(status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "job", "namespace": "ns", "uid": "uid-1", "creationTimestamp": None},
+        "spec": {
+            "workload": {"app": "wordcount"},
+            "input": {"paths": ["in"]},
+            "output": {"path": "out"},
+            "maps": 2,
+            "reduces": 1,
+            "backoffLimit": 3,
+            **spec,
+        },
+        "status": status or {},
+    }
+
+
+def attempt(
+    index: int, n: int, phase: str, kind: str = "map", node: str | None = "a", **kw: Any
+) -> PodAttempt:
+    finished = 900.0 + n if phase in ("Succeeded", "Failed") else None
+    return PodAttempt(
+        name=f"job-uid-1-{kind[0]}{index:05d}-a{n}",
+        kind=kind,  # type: ignore[arg-type]
+        index=index,
+        attempt=n,
+        node=node,
+        phase=phase,  # type: ignore[arg-type]
+        created=800.0 + n,
+        started=801.0 + n if phase != "Pending" else None,
+        finished=kw.pop("finished", finished),
+        exit_code=0 if phase == "Succeeded" else 1,
+        **kw,
+    )
+
+
+def until(
+    pods: list[PodAttempt], phase: str = "Running", workers: dict[str, NodeInfo] = WORKERS, **kw: Any
+) -> float:
+    state = JobState.build(body(**kw), pods)
+    return quiet_until(state, phase, NOW, CONFIG, workers, has_pods=bool(pods))
+
+
+def test_a_job_whose_pods_all_run_on_ready_nodes_has_no_timer() -> None:
+    assert until([attempt(0, 0, "Running"), attempt(1, 0, "Running", node="b")]) == math.inf
+    assert until([attempt(0, 0, "Succeeded"), attempt(1, 0, "Running")]) == math.inf
+
+
+def test_anything_in_flight_is_read_every_round() -> None:
+    assert until([attempt(0, 0, "Pending")]) == NOW, "start and pending timeouts, kube-scheduler's verdicts"
+    assert until([attempt(0, 0, "Running", node="gone")]) == NOW, "its node is gone"
+    not_ready = {**WORKERS, "a": worker("a", ready=False)}
+    assert until([attempt(0, 0, "Running")], workers=not_ready) == NOW, "the node-lost grace runs"
+    assert until([attempt(0, 0, "Running")], phase="Pending") == NOW, "a job starting"
+    every_task_done = [
+        attempt(0, 0, "Succeeded"),
+        attempt(1, 0, "Succeeded"),
+        attempt(0, 0, "Succeeded", "reduce"),
+    ]
+    assert until(every_task_done) == NOW, "its commit is due"
+
+
+def test_a_failed_task_backing_off_is_read_again_when_its_retry_is_due() -> None:
+    failed = attempt(0, 0, "Failed", finished=NOW - 1)
+    due = until([failed, attempt(1, 0, "Running")])
+    assert due == NOW - 1 + CONFIG.backoff_base_s, due
+
+
+def test_a_refusing_node_is_remembered_until_its_cooldown_ends() -> None:
+    refused = attempt(0, 0, "Failed", reason="OutOfcpu", finished=NOW - 2)
+    due = until([refused, attempt(0, 1, "Running"), attempt(1, 0, "Running")])
+    assert due == NOW - 2 + CONFIG.node_refusal_cooldown_s, due
+
+
+def test_reduce_idle_seconds_grow_with_the_clock_while_maps_run() -> None:
+    early = [attempt(0, 0, "Running"), attempt(1, 0, "Succeeded"), attempt(0, 0, "Running", "reduce")]
+    assert until(early) == NOW - NOW % IDLE_RESOLUTION_S + IDLE_RESOLUTION_S
+    late = [attempt(0, 0, "Succeeded"), attempt(1, 0, "Succeeded"), attempt(0, 0, "Running", "reduce")]
+    assert until(late) == math.inf, "maps done: the idle time is fixed"
+
+
+def test_a_finished_job_waits_for_its_pods_prune_and_its_own_ttl() -> None:
+    done = "1970-01-01T00:15:00Z"  # 900 s
+    pods = [attempt(0, 0, "Succeeded"), attempt(1, 0, "Succeeded")]
+    state = JobState.build(
+        body({"phase": "Succeeded", "completionTime": done}, ttlSecondsAfterFinished=60), pods
+    )
+    assert quiet_until(state, "Succeeded", NOW, CONFIG, WORKERS, has_pods=True) == 960.0
+    state = JobState.build(body({"phase": "Succeeded", "completionTime": done}), pods)
+    assert (
+        quiet_until(state, "Succeeded", NOW, CONFIG, WORKERS, has_pods=True)
+        == 900.0 + CONFIG.finished_pod_ttl_s
+    )
+    assert quiet_until(state, "Succeeded", NOW, CONFIG, WORKERS, has_pods=False) == math.inf
+
+
+def test_the_cache_answers_only_for_the_same_key_before_the_timer_and_until_touched() -> None:
+    cache = JobCache()
+    epoch = cache.workers_epoch(WORKERS)
+    assert cache.workers_epoch(dict(WORKERS)) == epoch, "the same nodes"
+    state = JobState.build(body(), [attempt(0, 0, "Running")])
+    cache.put("uid-1", QuietJob(("5", (0, 3), epoch), NOW + 10, body(), state, "Running", True))
+    assert cache.get("uid-1", ("5", (0, 3), epoch), NOW) is not None
+    assert cache.get("uid-1", ("6", (0, 3), epoch), NOW) is None, "the job changed"
+    assert cache.get("uid-1", ("5", (0, 4), epoch), NOW) is None, "one of its pods changed"
+    assert cache.get("uid-1", ("5", (0, 3), epoch), NOW + 10) is None, "a timer is due"
+    for changed in (
+        {**WORKERS, "a": worker("a", ready=False)},
+        {"a": WORKERS["a"]},
+        {**WORKERS, "b": worker("b", rack="r2")},
+    ):
+        assert cache.workers_epoch(changed) != epoch
+        epoch = cache.workers_epoch(WORKERS)
+    cache.touch(["uid-1"])
+    assert cache.get("uid-1", ("5", (0, 3), epoch), NOW) is None, "touched: read again"
