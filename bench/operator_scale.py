@@ -12,10 +12,12 @@ For each policy, the operator's ``SchedulingLoop`` runs in this process on the o
 ``ClusterApi`` with its watch caches (informers.py), as ``mrsched run`` runs it: ``--jobs`` wordcount jobs of
 ``--maps-per-job`` maps (10,000 task pods in flight by default), each map 64 GiB of model input so that none
 ends during the run, maps requesting 500m and 256Mi, no slot cap (concurrency by requests). Rounds run back to
-back until no round places anything more; then ``--idle-rounds`` rounds with every pod Running and nothing to
-place. In its own cluster, the same task pods (the kube-default manifests the operator would create,
-without its owner reference and finalizer) are created unbound by 32 threads and bound by the real
-kube-scheduler, no mrsched involved.
+back until no round places anything more; then, once every pod runs (at most ``--running-wait`` s: the
+emulated kubelets start pods more slowly than they are created), ``--idle-rounds`` rounds with nothing to
+place. Prometheus scrapes the emulated nodes every 30 s here, not every second: no run reads metrics, and the
+1,000 nodes' exporters share one emulator process. In its own cluster, the same task pods (the kube-default
+manifests the operator would create, without its owner reference and finalizer) are created unbound by 32
+threads and bound by the real kube-scheduler, no mrsched involved.
 
 Measured:
 
@@ -75,6 +77,14 @@ NODE_GRACE_S = 50.0
 CHART_MEMORY_LIMIT_MIB = 512  # charts/mrsched/values.yaml resources.limits.memory
 MAP_REQUEST = {"cpu": "500m", "memory": "256Mi"}
 STALL_ROUNDS = 5  # rounds in a row that place nothing: placement is over
+# No run here reads metrics (the loop has no Prometheus URL, kube-scheduler none at all), but Prometheus scrapes
+# every emulated node's exporter, and the 1,000 of them are one emulator process: at the clusters' usual 1 s it
+# spent four fifths of that process's core (py-spy), and the emulator's pods started minutes late.
+SCRAPE = "30s"
+
+
+def _changes(caches: list[WatchedList]) -> int:
+    return sum(c.changes for c in caches)
 
 
 def rss_mib() -> tuple[float, float]:
@@ -237,12 +247,24 @@ class Bench:
             print(f"  {policy}: {created} pods in {end - start:.1f} s", file=sys.stderr, flush=True)
             running = self.wait_running(api, created)
             idle = []
+            # What changed in the cluster during the idle rounds: an idle round is one with nothing to place,
+            # but pods, nodes and jobs may still change (a kubelet's late status, a node's readiness).
+            before = {
+                "pods": sum(caches.pod_changes()),
+                "nodes": caches.nodes.changes,
+                "jobs": _changes(caches.jobs),
+            }
             for _ in range(idle_rounds):
                 if args.profile:
                     idle_profile.enable()
                 idle.append(loop.round().seconds)
                 idle_profile.disable()
                 time.sleep(args.idle_gap)
+            changed = {
+                "pods": sum(caches.pod_changes()) - before["pods"],
+                "nodes": caches.nodes.changes - before["nodes"],
+                "jobs": _changes(caches.jobs) - before["jobs"],
+            }
             rss, peak = rss_mib()
             if args.profile and idle_rounds:
                 for what, prof in (("placing", placing_profile), ("idle", idle_profile)):
@@ -264,6 +286,7 @@ class Bench:
             "peak_rss_mib": peak,
             "synced_s": synced,
             "running": running,
+            "idle_changes": changed,
         }
 
     def wait_running(self, api: ClusterApi, count: int) -> int:
@@ -337,7 +360,7 @@ def report(args: argparse.Namespace, registered: float, runs: list[dict[str, Any
         "# Operator at scale: the scheduling loop with watch caches vs the real kube-scheduler, same apiserver",
         f"# machine: {machine()}",
         f"# control plane: {tool.kube_apiserver.parent.name}, {tool.etcd.parent.name} (kwokctl binary runtime), "
-        "Prometheus, the node emulator and the loop: all on the same cores",
+        f"Prometheus (scraping every {SCRAPE}), the node emulator and the loop: all on the same cores",
         f"# command: {' '.join(['.venv/bin/python', 'bench/operator_scale.py', *sys.argv[1:]])}",
         f"# nodes: {args.nodes} emulated ({NODE_CLASS}: 8 cores, 16 GiB, model mode), registered and Ready in "
         f"{registered:.0f} s",
@@ -356,7 +379,8 @@ def report(args: argparse.Namespace, registered: float, runs: list[dict[str, Any
         "## The operator: round latency (ms, p50 / p95), CPU per pod placed, memory (chart limit "
         f"{CHART_MEMORY_LIMIT_MIB} MiB)",
         f"{'who':22} {'placing n':>9} {'p50':>7} {'p95':>7} {'idle n':>6} {'p50':>6} {'p95':>6} "
-        f"{'cpu ms/pod':>10} {'rss MiB':>8} {'peak':>6} {'sync s':>6} {'Running':>7}",
+        f"{'cpu ms/pod':>10} {'rss MiB':>8} {'peak':>6} {'sync s':>6} {'Running':>7} "
+        f"{'changed while idle: pods':>24} {'nodes':>5} {'jobs':>4}",
     ]
     for r in runs:
         if r["who"] == "kube-scheduler":
@@ -366,7 +390,8 @@ def report(args: argparse.Namespace, registered: float, runs: list[dict[str, Any
             f"{r['who']:22} {len(placing):9d} {pct(placing, 0.5) * 1e3:7.0f} {pct(placing, 0.95) * 1e3:7.0f} "
             f"{len(idle):6d} {pct(idle, 0.5) * 1e3:6.0f} {pct(idle, 0.95) * 1e3:6.0f} "
             f"{r['cpu_ms_per_pod']:10.2f} {r['rss_mib']:8.0f} {r['peak_rss_mib']:6.0f} {r['synced_s']:6.2f} "
-            f"{r['running']:7d}"
+            f"{r['running']:7d} {r['idle_changes']['pods']:24d} {r['idle_changes']['nodes']:5d} "
+            f"{r['idle_changes']['jobs']:4d}"
         )
     idle_all = [t for r in runs if r["who"] != "kube-scheduler" for t in r["idle_rounds"]]
     lines += [
@@ -410,7 +435,9 @@ def main() -> None:
     # than starting a cluster with 1,000 nodes, and a run must start on empty nodes. The reference first.
     for who in [*([] if args.no_reference else ["kube-scheduler"]), *args.policies.split(",")]:
         with tempfile.TemporaryDirectory(prefix="mrsched-scale-") as tmp:
-            cluster = LocalCluster.up("opscale", state_dir=Path(tmp), tool=tool, node_grace_s=NODE_GRACE_S)
+            cluster = LocalCluster.up(
+                "opscale", state_dir=Path(tmp), tool=tool, node_grace_s=NODE_GRACE_S, scrape_interval=SCRAPE
+            )
             try:
                 bench = Bench(cluster, tool, args)
                 registered.append(bench.setup())

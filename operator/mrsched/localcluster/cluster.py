@@ -25,7 +25,13 @@ from mrsched.emulator.client import EmulatorClient
 from mrsched.localcluster.controlplane import ControlPlane, start_control_plane, stop_control_plane
 from mrsched.localcluster.ports import free_port
 from mrsched.localcluster.processes import alive, terminate
-from mrsched.localcluster.prometheus import EMULATOR_JOB, PrometheusServer, start_prometheus, stop_prometheus
+from mrsched.localcluster.prometheus import (
+    EMULATOR_JOB,
+    SCRAPE_INTERVAL,
+    PrometheusServer,
+    start_prometheus,
+    stop_prometheus,
+)
 from mrsched.localcluster.toolchain import Toolchain, cache_dir
 
 
@@ -94,8 +100,10 @@ class LocalCluster:
         tool: Toolchain | None = None,
         node_grace_s: float = 20.0,
         persistent: bool = False,
+        scrape_interval: str = SCRAPE_INTERVAL,
     ) -> LocalCluster:
         """Start a control plane and Prometheus under ``<state_dir>/<name>``; add nodes with :meth:`emulate`.
+        Prometheus scrapes the emulated nodes' exporters every ``scrape_interval`` (a Prometheus duration).
 
         A ``persistent`` cluster (the CLI's) outlives this process; any other is torn down by
         :func:`reap_abandoned` once the process that started it is gone."""
@@ -106,7 +114,9 @@ class LocalCluster:
         workdir.mkdir(parents=True, exist_ok=True)
         plane = start_control_plane(tool, name, workdir, node_grace_s=node_grace_s)
         try:
-            prometheus = start_prometheus(tool, workdir / "prometheus", free_port())
+            prometheus = start_prometheus(
+                tool, workdir / "prometheus", free_port(), scrape_interval=scrape_interval
+            )
         except BaseException:
             stop_control_plane(tool, plane)
             raise

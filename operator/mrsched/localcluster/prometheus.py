@@ -61,9 +61,9 @@ class PrometheusServer:
         return cls(data["url"], int(data["pid"]), Path(data["workdir"]))
 
 
-def prometheus_config(targets_dir: Path) -> dict[str, Any]:
+def prometheus_config(targets_dir: Path, scrape_interval: str = SCRAPE_INTERVAL) -> dict[str, Any]:
     return {
-        "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
+        "global": {"scrape_interval": scrape_interval, "evaluation_interval": scrape_interval},
         "scrape_configs": [
             {"job_name": "prometheus", "static_configs": [{"targets": []}]},
             {
@@ -76,11 +76,13 @@ def prometheus_config(targets_dir: Path) -> dict[str, Any]:
     }
 
 
-def start_prometheus(tool: Toolchain, workdir: Path, port: int, timeout_s: float = 30.0) -> PrometheusServer:
+def start_prometheus(
+    tool: Toolchain, workdir: Path, port: int, timeout_s: float = 30.0, scrape_interval: str = SCRAPE_INTERVAL
+) -> PrometheusServer:
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "targets").mkdir(exist_ok=True)
     config_path = workdir / "prometheus.yml"
-    config = prometheus_config(workdir / "targets")
+    config = prometheus_config(workdir / "targets", scrape_interval)
     config["scrape_configs"][0]["static_configs"][0]["targets"] = [f"127.0.0.1:{port}"]
     config_path.write_text(yaml.safe_dump(config))
     with open(workdir / "prometheus.log", "ab") as log:

@@ -28,21 +28,19 @@ from kubernetes.client.exceptions import ApiException
 
 from mrsched.core.model import Explanation, Job, Node, Placement
 from mrsched.core.policy import Policy, registered
-from mrsched.operator import fit, jobpolicy, tracking
+from mrsched.operator import jobpolicy, tracking
 from mrsched.operator import snapshot as snap
 from mrsched.operator.canary import CanaryGate, busy_nodes, canary_explanation, canary_spec
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.health import NodeHealthReporter, untolerated_degraded
-from mrsched.operator.jobcache import JobCache, QuietJob, quiet_until, refusals
-from mrsched.operator.jobspec import InvalidSpec
+from mrsched.operator.jobpass import KUBE_DEFAULT, JobPass
 from mrsched.operator.jobstate import JobState
 from mrsched.operator.kubeapi import ClusterApi
-from mrsched.operator.leader import LeadershipLost
 from mrsched.operator.learning import LearningFeed
 from mrsched.operator.livemetrics import LiveMetrics
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.nodemetrics import NodeMetricsSource, prometheus_query
-from mrsched.operator.pods import PodAttempt, parse_time, read_attempt, task_pod
+from mrsched.operator.pods import parse_time, read_attempt, task_pod
 from mrsched.operator.podwrites import PodWrites
 from mrsched.operator.probes import ProbeRunner
 from mrsched.operator.profiles import ProfileStore
@@ -57,7 +55,6 @@ __all__ = ["KUBE_DEFAULT", "RoundStats", "SchedulingLoop"]
 MEMO_SWEEP_ROUNDS = 60
 
 log = logging.getLogger("mrsched.loop")
-KUBE_DEFAULT = "kube-default"
 
 
 class SchedulingLoop:
@@ -109,7 +106,7 @@ class SchedulingLoop:
         self._read_attempt = Memo(read_attempt)
         self._pod_request = Memo(snap.pod_request)
         self._rounds = 0
-        self.job_cache = JobCache()
+        self.jobs = JobPass(api, config, self.reconciler, self._pool, self._read_attempt)
         self._requested_at: tuple[Hashable | None, dict[str, Any]] = (None, {})
 
     # running ----------------------------------------------------------------------------------------------
@@ -162,119 +159,32 @@ class SchedulingLoop:
         }
         usable = {name: n for name, n in workers.items() if n.ready and n.schedulable}
         # Only the jobs whose object, pods or nodes changed, or whose timers are due, are read and reconciled
-        # again; the others are as the last round left them (jobcache).
-        groups = self.api.task_pods_by_job()
-        bodies = self.api.list_jobs()
-        stats.jobs = len(bodies)
-        epoch = self.job_cache.workers_epoch(workers)
-        phases: dict[str, int] = defaultdict(int)
-        states: list[tuple[dict[str, Any], JobState]] = []
-        quiet: list[QuietJob] = []
-        keys: dict[str, Hashable] = {}
-        attempts: dict[str, list[PodAttempt]] = {}
-        for body in bodies:
-            meta = body["metadata"]
-            uid = meta["uid"]
-            signature, pods = groups.get(uid, ((), []))
-            keys[uid] = (meta.get("resourceVersion"), signature, epoch)
-            held = self.job_cache.get(uid, keys[uid], now) if meta.get("resourceVersion") else None
-            if held is not None:
-                quiet.append(held)
-                phases[held.phase] += 1
-                continue
-            attempts[uid] = [a for pod in pods if (a := self._read_attempt(pod)) is not None]
-            try:
-                state = JobState.build(body, attempts[uid])
-                if not state.status.get("tasks"):  # not started: the admin's job policy decides (jobpolicy)
-                    jobpolicy.check(state.spec, self.config)
-                states.append((body, state))
-            except InvalidSpec as err:
-                phases[self.reconciler.refuse(body, str(err), now, err.reason)] += 1
-
-        active: list[tuple[dict[str, Any], JobState]] = [(q.body, q.state) for q in quiet if q.active]
-        racks = {name: info.node.rack for name, info in workers.items()}
-        recorded: set[str] = set()  # jobs whose status now holds what their pods showed this round
-
-        def reconcile(item: tuple[dict[str, Any], JobState]) -> tuple[str, Exception | None]:
-            try:
-                return self.reconciler.reconcile(item[0], item[1], workers, racks, now, stats), None
-            except LeadershipLost:
-                raise  # no more writes this round (leader.py)
-            except Exception as err:  # one job's fault (a 429 on its status patch) must not stop the others
-                return "", err
-
-        # Jobs are reconciled side by side: each is mostly its status patch's round trip, and with hundreds of
-        # jobs one after the other those round trips, not the work, set the round's length.
-        for (body, state), (phase, error) in zip(
-            list(states), self._pool.map(reconcile, list(states)), strict=True
-        ):
-            if error is not None:
-                self.reconciler.job_error(body, "reconcile", error)
-                states.remove((body, state))  # nothing is learnt or placed from a state not written
-                phases[str((body.get("status") or {}).get("phase") or "Pending")] += 1
-                continue
-            recorded.add(state.spec.uid)
-            phases[phase] += 1
-            # A job no worker could run (condition Unplaceable, fit.py) is not offered to the policies: the slot
-            # decisions they would spend on it every round could only be dropped, and a policy that keeps choosing
-            # it (fair: the job furthest below its share) would starve the jobs that can run. kube-default jobs
-            # still get their pods: kube-scheduler decides for them, and says why in its own words.
-            kube_default = (state.spec.policy or self.config.policy) == KUBE_DEFAULT
-            is_active = phase in ("Pending", "Running") and (kube_default or not _blocked(state.status))
-            if is_active:
-                active.append((body, state))
-            uid = state.spec.uid
-            has_pods = bool(groups.get(uid, ((), []))[1])
-            self.job_cache.put(
-                uid,
-                QuietJob(
-                    keys[uid],
-                    quiet_until(state, phase, now, self.config, workers, has_pods),
-                    body,
-                    state,
-                    phase,
-                    is_active,
-                    refusals(attempts[uid], now, self.config),
-                ),
-            )
-        present = {body["metadata"]["uid"] for body in bodies}
-        self.job_cache.forget(present)
-        departed = {uid for uid in groups if uid not in present} | {
-            s.spec.uid for _, s in states if s.deleting
-        }
-        # The pods of the jobs read this round, and of jobs gone: a quiet job's pods were released (or not) by
-        # the round that last read them, and any change to them makes the job read again.
-        pods_by_name: dict[str, dict[str, Any]] = {
-            f"{pod['metadata']['namespace']}/{pod['metadata']['name']}": pod
-            for uid in (*attempts, *departed)
-            for pod in groups.get(uid, ((), []))[1]
-        }
+        # again; the others are as the last round left them (jobpass, jobcache).
+        jobs = self.jobs.run(workers, now, stats)
+        active, present = jobs.active, jobs.present
+        tracked = list(jobs.pods_to_track.values())
         up = {name for name, info in workers.items() if info.ready}
-        unreleased = self.pod_writes.release(list(pods_by_name.values()), recorded, departed, up)
+        unreleased = self.pod_writes.release(tracked, jobs.recorded, jobs.departed, up)
         finished_at = {
             uid: done
-            for _, state in states
+            for _, state in jobs.states
             if state.status.get("phase") in ("Succeeded", "Failed")
             and (done := parse_time(state.status.get("completionTime"))) is not None
             and (uid := state.spec.uid)
         }
-        prune = tracking.prunable(
-            list(pods_by_name.values()), finished_at, now, self.config.finished_pod_ttl_s
-        )
-        self.job_cache.touch(unreleased | self.pod_writes.delete_pods(prune))  # tried again next round
+        prune = tracking.prunable(tracked, finished_at, now, self.config.finished_pod_ttl_s)
+        self.jobs.cache.touch(unreleased | self.pod_writes.delete_pods(prune))  # tried again next round
         for phase in ("Pending", "Running", "Succeeded", "Failed"):
-            self.metrics.jobs.labels(phase).set(phases.get(phase, 0))
+            self.metrics.jobs.labels(phase).set(jobs.phases.get(phase, 0))
         self.learning.forget(present, now)
         self._rounds += 1
         if self._rounds % MEMO_SWEEP_ROUNDS == 0:
             for memo in (self._read_node, self._read_attempt, self._pod_request):
                 memo.sweep()
         self.reconciler.forget(present)
-        self.learning.learn(states, now)
+        self.learning.learn(jobs.states, now)
         probing = self._probe(workers)
-        refusing = fit.refusing_nodes(
-            (a for found in attempts.values() for a in found), now, self.config.node_refusal_cooldown_s
-        ).union(*(q.refusing for q in quiet))
+        refusing = self.jobs.refusing_nodes(jobs, now)
         usable = {name: info for name, info in usable.items() if name not in probing | refusing}
         versions = {n["metadata"]["name"]: n["metadata"].get("resourceVersion", "") for n in bodies_of_nodes}
         self.metrics.profile_writes.inc(self.health.publish(workers, versions, now, persist=self._persist))
@@ -391,7 +301,7 @@ class SchedulingLoop:
             placements = policy.schedule_round(snapshot, sorted(nodes))
             # The core Jobs now say these tasks run (ClusterSnapshot.commit): derived again next round,
             # whether or not their pods are created.
-            self.job_cache.touch({p.task.job_id for p in placements})
+            self.jobs.cache.touch({p.task.job_id for p in placements})
             self.metrics.placement_seconds.labels(name).observe(time.perf_counter() - t0)
             self.live_metrics.policy_gauges(name, policy, live_metrics, nodes)
             unfit = 0
@@ -514,9 +424,3 @@ class SchedulingLoop:
                         )
                     )
         return pods
-
-
-def _blocked(status: dict[str, Any]) -> bool:
-    return any(
-        c.get("type") == "Unplaceable" and c.get("status") == "True" for c in status.get("conditions") or []
-    )
