@@ -9,7 +9,7 @@ from typing import Any
 
 from mrsched.core.model import Node
 from mrsched.operator.config import OperatorConfig
-from mrsched.operator.jobcache import JobCache, QuietJob, quiet_until
+from mrsched.operator.jobcache import JobCache, QuietJob, nodes_of, quiet_until
 from mrsched.operator.jobstate import JobState
 from mrsched.operator.pods import PodAttempt
 from mrsched.operator.snapshot import NodeInfo
@@ -121,22 +121,23 @@ def test_a_finished_job_waits_for_its_pods_prune_and_its_own_ttl() -> None:
     assert quiet_until(state, "Succeeded", NOW, CONFIG, WORKERS, has_pods=False) == math.inf
 
 
-def test_the_cache_answers_only_for_the_same_key_before_the_timer_and_until_touched() -> None:
+def test_the_cache_answers_only_for_the_same_key_nodes_and_before_the_timer_and_until_touched() -> None:
     cache = JobCache()
-    epoch = cache.workers_epoch(WORKERS)
-    assert cache.workers_epoch(dict(WORKERS)) == epoch, "the same nodes"
-    state = JobState.build(body(), [attempt(0, 0, "Running")])
-    cache.put("uid-1", QuietJob(("5", (0, 3), epoch), NOW + 10, body(), state, "Running", True))
-    assert cache.get("uid-1", ("5", (0, 3), epoch), NOW) is not None
-    assert cache.get("uid-1", ("6", (0, 3), epoch), NOW) is None, "the job changed"
-    assert cache.get("uid-1", ("5", (0, 4), epoch), NOW) is None, "one of its pods changed"
-    assert cache.get("uid-1", ("5", (0, 3), epoch), NOW + 10) is None, "a timer is due"
+    state = JobState.build(body(), [attempt(0, 0, "Running"), attempt(1, 0, "Succeeded", node="b")])
+    nodes = nodes_of(state, WORKERS)
+    assert nodes == {"a": (True, "r1"), "b": (True, "r1")}
+    cache.put("uid-1", QuietJob(("5", (0, 3)), NOW + 10, body(), state, "Running", True, nodes=nodes))
+    assert cache.get("uid-1", ("5", (0, 3)), NOW, WORKERS) is not None
+    assert cache.get("uid-1", ("6", (0, 3)), NOW, WORKERS) is None, "the job changed"
+    assert cache.get("uid-1", ("5", (0, 4)), NOW, WORKERS) is None, "one of its pods changed"
+    assert cache.get("uid-1", ("5", (0, 3)), NOW + 10, WORKERS) is None, "a timer is due"
     for changed in (
         {**WORKERS, "a": worker("a", ready=False)},
         {"a": WORKERS["a"]},
         {**WORKERS, "b": worker("b", rack="r2")},
     ):
-        assert cache.workers_epoch(changed) != epoch
-        epoch = cache.workers_epoch(WORKERS)
+        assert cache.get("uid-1", ("5", (0, 3)), NOW, changed) is None, changed
+    elsewhere = {**WORKERS, "c": worker("c", ready=False)}
+    assert cache.get("uid-1", ("5", (0, 3)), NOW, elsewhere) is not None, "a node it never ran on"
     cache.touch(["uid-1"])
-    assert cache.get("uid-1", ("5", (0, 3), epoch), NOW) is None, "touched: read again"
+    assert cache.get("uid-1", ("5", (0, 3)), NOW, WORKERS) is None, "touched: read again"

@@ -240,7 +240,8 @@ def test_a_node_going_not_ready_and_a_failed_tasks_retry_still_happen_on_time(
             api.run_pod(pod["metadata"]["name"])
     loop.round()
     loop.round()
-    # A node goes NotReady: every job is read again, and after the grace the pods there are given up.
+    # A node goes NotReady: the jobs with attempts there are read again, and after the grace the pods there are
+    # given up.
     lost = api.nodes["n1"]
     api.nodes["n1"] = api.stamp(node("n1", ready=False))
     on_n1 = {

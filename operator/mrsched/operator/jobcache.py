@@ -2,9 +2,10 @@
 reconciled them, so that a round costs what changed, not what exists (an idle round over 200 running jobs and
 10,000 running pods reads no pod and writes nothing).
 
-A job's round is a function of its object, its pods, the worker nodes it runs on and the clock. The first three
-are the job's key: its resourceVersion, its pods' group version (watchcache.WatchedList.groups) and the
-workers' epoch (which nodes exist, are Ready, and on which rack). The clock matters only through timers, each
+A job's round is a function of its object, its pods, the worker nodes its attempts ran on and the clock. The
+first two are the job's key: its resourceVersion and its pods' group version (watchcache.WatchedList.groups);
+the nodes are checked one by one (each still there, as Ready as it was, on the same rack): a node going NotReady
+makes the jobs with attempts there read again, not all jobs. The clock matters only through timers, each
 known when the job is reconciled (:func:`quiet_until`): a pending pod's start and pending timeouts, a NotReady
 node's grace, a failed task's retry delay, the reduce-idle counter's resolution, a refusing node's cooldown,
 finished pods' and the job's own TTL. A job is taken from the cache while its key is unchanged and no timer is
@@ -20,13 +21,15 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from mrsched.core.model import Job
 from mrsched.operator import fit
 from mrsched.operator import snapshot as snap
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobstate import JobState
 from mrsched.operator.pods import PodAttempt, parse_time
 from mrsched.operator.status import IDLE_RESOLUTION_S
+
+#: A node as a job's round sees it: None when gone, else (Ready, rack).
+NodeState = tuple[bool, str] | None
 
 
 @dataclass
@@ -40,25 +43,33 @@ class QuietJob:
     phase: str
     active: bool
     refusing: frozenset[str] = frozenset()
-    job: Job | None = None  # the core Job the policies were given (learning.LearningFeed.core_job)
+    #: the nodes its attempts ran on, as they were (node_state): a change there changes its round
+    nodes: dict[str, NodeState] = field(default_factory=dict)
+
+
+def node_state(info: snap.NodeInfo | None) -> NodeState:
+    """What a job's round reads of a node: whether it is there, Ready, and its rack (status.locality)."""
+    return None if info is None else (info.ready, info.node.rack)
+
+
+def nodes_of(state: JobState, workers: dict[str, snap.NodeInfo]) -> dict[str, NodeState]:
+    return {
+        a.node: node_state(workers.get(a.node))
+        for task in state.every_task()
+        for a in task.attempts
+        if a.node
+    }
 
 
 @dataclass
 class JobCache:
     _jobs: dict[str, QuietJob] = field(default_factory=dict)
-    _workers: frozenset[tuple[str, bool, str]] = frozenset()
-    _epoch: int = 0
 
-    def workers_epoch(self, workers: dict[str, snap.NodeInfo]) -> int:
-        """A number that changes whenever a worker node appears, goes, changes readiness or rack."""
-        now = frozenset((name, info.ready, info.node.rack) for name, info in workers.items())
-        if now != self._workers:
-            self._workers, self._epoch = now, self._epoch + 1
-        return self._epoch
-
-    def get(self, uid: str, key: Hashable, now: float) -> QuietJob | None:
+    def get(self, uid: str, key: Hashable, now: float, workers: dict[str, snap.NodeInfo]) -> QuietJob | None:
         held = self._jobs.get(uid)
         if held is None or held.key != key or now >= held.until:
+            return None
+        if any(node_state(workers.get(name)) != was for name, was in held.nodes.items()):
             return None
         return held
 

@@ -20,7 +20,7 @@ from typing import Any
 from mrsched.operator import jobpolicy
 from mrsched.operator import snapshot as snap
 from mrsched.operator.config import OperatorConfig
-from mrsched.operator.jobcache import JobCache, QuietJob, quiet_until, refusals
+from mrsched.operator.jobcache import JobCache, QuietJob, nodes_of, quiet_until, refusals
 from mrsched.operator.jobspec import InvalidSpec
 from mrsched.operator.jobstate import JobState
 from mrsched.operator.kubeapi import ClusterApi
@@ -80,15 +80,14 @@ class JobPass:
         groups = self.api.task_pods_by_job()
         bodies = self.api.list_jobs()
         stats.jobs = len(bodies)
-        epoch = self.cache.workers_epoch(workers)
         keys: dict[str, Hashable] = {}
         read: list[Item] = []
         for body in bodies:
             meta = body["metadata"]
             uid = meta["uid"]
             signature, pods = groups.get(uid, ((), []))
-            keys[uid] = (meta.get("resourceVersion"), signature, epoch)
-            held = self.cache.get(uid, keys[uid], now) if meta.get("resourceVersion") else None
+            keys[uid] = (meta.get("resourceVersion"), signature)
+            held = self.cache.get(uid, keys[uid], now, workers) if meta.get("resourceVersion") else None
             if held is not None:
                 out.quiet.append(held)
                 out.phases[held.phase] += 1
@@ -133,7 +132,8 @@ class JobPass:
             uid = state.spec.uid
             until = quiet_until(state, phase, now, self.config, workers, bool(groups.get(uid, ((), []))[1]))
             refusing = refusals(out.attempts[uid], now, self.config)
-            self.cache.put(uid, QuietJob(keys[uid], until, body, state, phase, active, refusing))
+            nodes = nodes_of(state, workers)
+            self.cache.put(uid, QuietJob(keys[uid], until, body, state, phase, active, refusing, nodes))
         out.present = {body["metadata"]["uid"] for body in bodies}
         self.cache.forget(out.present)
         out.departed = {uid for uid in groups if uid not in out.present} | {
