@@ -121,8 +121,8 @@ def quiet_until(
     reduces_early = False
     for task in state.every_task():
         for attempt in task.attempts:
-            if _refusal_until(attempt, config) > now:
-                until = min(until, _refusal_until(attempt, config))
+            if (refused_until := _refusal_until(attempt, config)) > now:
+                until = min(until, refused_until)
         live = task.live
         for attempt in live:
             if attempt.phase != "Running" or attempt.node is None:

@@ -1,7 +1,8 @@
 """The scheduling loop: Hadoop's heartbeat, once for the whole cluster.
 
-Each round reads nodes, task pods and jobs from the API server, rebuilds every job's state from its status's
-task record and its pods (``jobstate``), writes status and Events, retires what must go (pods of failed jobs,
+Each round reads nodes, task pods and jobs from the watch caches (``informers``), rebuilds the state of each job
+that changed from its status's task record and its pods (``jobpass``, ``jobcache``, ``jobstate``), writes status
+and Events, retires what must go (pods of failed jobs,
 pods on lost nodes, jobs past their TTL), hands task outcomes to the policies' learning hooks, then asks each
 policy in use for placements on a fresh core snapshot and creates the placed pods already bound to their nodes.
 ``kube-default`` jobs get unbound pods with the default schedulerName: the real kube-scheduler places them.
