@@ -1,4 +1,5 @@
-"""The snapshot's caches (slot totals, per-version memo) change how fast a round runs, never what it decides.
+"""The snapshot's caches (slot totals, per-version and per-jobs-version memos, task counts) and the policies'
+(DARA's sync) change how fast a round runs, never what it decides.
 
 The Hadoop baselines read cluster-wide sums on every heartbeat (ClusterStatus.getMaxMapTasks, the load factor's
 remaining tasks, exceededPadding); the snapshot keeps them between changes. A cache that misses an invalidation
@@ -13,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskType, pending_of
+from mrsched.policies.dara import Dara
 from mrsched.simulator.run import run_scenario
 from mrsched.simulator.scenario import Scenario
 
@@ -52,15 +54,79 @@ def test_memo_is_recomputed_when_a_job_or_attempt_changes() -> None:
     assert len(calls) == 3
 
 
+def test_task_counts_and_jobs_memo_survive_placements_and_follow_the_owners_changes() -> None:
+    """running_tasks / pending_tasks are kept exact by commit (no recount), memo_jobs' values too (a placement
+    does not change them), and the owner's touch recounts and recomputes."""
+    snap = _snapshot()
+    job = snap.jobs[0]
+    job.reduce_slowstart = 0.5
+    calls: list[int] = []
+
+    def order() -> list[str]:
+        calls.append(1)
+        return [j.id for j in snap.jobs]
+
+    def recount() -> tuple[int, int, int, int]:
+        return (
+            sum(j.running_maps for j in snap.jobs),
+            sum(j.running_reduces for j in snap.jobs),
+            sum(pending_of(j, "map") for j in snap.jobs),
+            sum(pending_of(j, "reduce") for j in snap.jobs),
+        )
+
+    def counts() -> tuple[int, int, int, int]:
+        return (
+            snap.running_tasks("map"),
+            snap.running_tasks("reduce"),
+            snap.pending_tasks("map"),
+            snap.pending_tasks("reduce"),
+        )
+
+    assert counts() == recount() == (0, 0, 4, 0)  # no reduce before slow-start
+    assert snap.memo_jobs("order", order) == ["j"]
+    for i, node in enumerate(("n0", "n1")):
+        snap.commit(Placement(job.maps[i], node, Explanation("test", 0.0, "setup")))
+        assert counts() == recount()
+    snap.commit(
+        Placement(job.maps[0], "n2", Explanation("test", 0.0, "a second attempt"))
+    )  # not newly running
+    assert counts() == recount() == (2, 0, 2, 0)
+    assert snap.memo_jobs("order", order) == ["j"] and len(calls) == 1, "placements leave it as it was"
+    # The owner: two maps end, slow-start is past, so the reduce is pending.
+    job.running_maps, job.finished_maps = 0, 2
+    job.maps[0].running = job.maps[1].running = False
+    snap.touch()
+    assert counts() == recount() == (0, 0, 2, 1)
+    assert snap.memo_jobs("order", order) == ["j"] and len(calls) == 2
+    snap.commit(Placement(job.reduces[0], "n0", Explanation("test", 0.0, "the reduce")))
+    assert counts() == recount() == (0, 1, 2, 0)
+
+
 def _uncached(monkeypatch: pytest.MonkeyPatch) -> None:
-    def slot_total(self: ClusterSnapshot, kind: str) -> int:
-        return sum(n.map_slots if kind == "map" else n.reduce_slots for n in self.nodes.values())
+    def slot_total(self: ClusterSnapshot, kind: TaskType) -> int:
+        return sum(self.capacity(name, kind) for name in self.nodes)  # a slot node's capacity is its slots
+
+    def running_tasks(self: ClusterSnapshot, kind: TaskType) -> int:
+        return sum(j.running(kind) for j in self.jobs)
+
+    def pending_tasks(self: ClusterSnapshot, kind: TaskType) -> int:
+        return sum(pending_of(j, kind) for j in self.jobs)
+
+    sync = Dara._sync
+
+    def sync_always(self: Dara, snapshot: ClusterSnapshot) -> None:
+        self._synced = None  # nothing seen: the whole sync runs
+        sync(self, snapshot)
 
     monkeypatch.setattr(ClusterSnapshot, "slot_total", slot_total)
     monkeypatch.setattr(ClusterSnapshot, "memo", lambda self, key, compute: compute())
+    monkeypatch.setattr(ClusterSnapshot, "memo_jobs", lambda self, key, compute: compute())
+    monkeypatch.setattr(ClusterSnapshot, "running_tasks", running_tasks)
+    monkeypatch.setattr(ClusterSnapshot, "pending_tasks", pending_tasks)
+    monkeypatch.setattr(Dara, "_sync", sync_always)
 
 
-def _scenario() -> Scenario:
+def _scenario(concurrency: str = "slots") -> Scenario:
     """Ten nodes of three classes (padding applies above 3), jobs with and without reduces arriving while
     others run, so the load factor, the padding and the fair shares all move during the run."""
     jobs: list[dict[str, Any]] = []
@@ -90,19 +156,20 @@ def _scenario() -> Scenario:
                 ],
                 "mapSlots": 2,
                 "reduceSlots": 1,
+                "concurrency": concurrency,
             },
             "workload": {"jobs": jobs},
-            "policies": ["fifo", "fair", "capacity", "adaptive-slots", "lsps"],
+            "policies": ["fifo", "fair", "capacity", "adaptive-slots", "lsps", "dara", "diagnosis"],
             "seeds": [1],
         }
     )
 
 
-@pytest.mark.parametrize("mode", ["hadoop", "kubernetes"])
+@pytest.mark.parametrize(("mode", "concurrency"), [("hadoop", "slots"), ("kubernetes", "requests")])
 def test_whole_runs_are_identical_with_and_without_the_caches(
-    mode: str, monkeypatch: pytest.MonkeyPatch
+    mode: str, concurrency: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    scenario = _scenario()
+    scenario = _scenario(concurrency)
     cached, _ = run_scenario(scenario, mode=mode)  # type: ignore[arg-type]
     _uncached(monkeypatch)
     plain, _ = run_scenario(scenario, mode=mode)  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ an :class:`Explanation` (policy, score, reason, runner-up) that the operator wri
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -16,6 +17,9 @@ from mrsched.core.probes import Capability
 
 TaskType = Literal["map", "reduce"]
 _T = TypeVar("_T")
+
+#: ClusterSnapshot.jobs_version's values.
+_JOBS_VERSIONS = itertools.count()
 
 #: The slot cap of a node whose concurrency is by requests and no one capped it: its requests bind first.
 UNCAPPED = 1_000_000
@@ -194,6 +198,10 @@ class ClusterSnapshot:
     metrics: dict[str, NodeMetrics] = field(default_factory=dict)
     #: Bumped on every change of jobs or running attempts, so that policies can cache per-round work.
     version: int = 0
+    #: Bumped with :attr:`version` by :meth:`touch` (the owner changed jobs or attempts), not by :meth:`commit`:
+    #: what only a placement changes (a task now running) leaves :meth:`memo_jobs`' values as they were.
+    #: Unique across snapshots (one counter for all), so that a value kept by it is never taken for another's.
+    jobs_version: int = field(default_factory=lambda: next(_JOBS_VERSIONS))
     #: Seconds between a node's heartbeats (Hadoop mode) or between the operator's scheduling rounds: Hadoop 1
     #: derives its delay-scheduling waits from it (FairScheduler: 1.5 heartbeat intervals).
     heartbeat_s: float = 3.0
@@ -207,6 +215,12 @@ class ClusterSnapshot:
     #: slot_total of by-requests nodes, per (kind, smallest request); cleared when nodes or reserved change.
     _capacity_totals: dict[tuple[str, float, float], int] = field(default_factory=dict, repr=False)
     _memo_version: int = field(default=-1, repr=False)
+    _jobs_memo: dict[Hashable, object] = field(default_factory=dict, repr=False)
+    _jobs_memo_version: int = field(default=-1, repr=False)
+    #: [running maps, running reduces, pending maps, pending reduces] over every job, or None until asked for;
+    #: computed once per :attr:`jobs_version` and kept exact by :meth:`commit`.
+    _task_counts: list[int] | None = field(default=None, repr=False)
+    _task_counts_version: int = field(default=-1, repr=False)
 
     def slot_total(self, kind: TaskType) -> int:
         """The cluster's slots of ``kind``, summed over every node: Hadoop 1's ClusterStatus.getMaxMapTasks /
@@ -265,6 +279,39 @@ class ClusterSnapshot:
             value = self._memo[key] = compute()
             return value
 
+    def memo_jobs(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """``compute()`` once per :attr:`jobs_version`, for values that depend on the jobs but not on which of
+        their tasks run (the FIFO order, the smallest request, the tasks still to finish): a round's placements
+        (:meth:`commit`) leave them as they were, where :meth:`memo` would compute them again after each one."""
+        if self._jobs_memo_version != self.jobs_version:
+            self._jobs_memo.clear()
+            self._jobs_memo_version = self.jobs_version
+        try:
+            return self._jobs_memo[key]  # type: ignore[return-value]
+        except KeyError:
+            value = self._jobs_memo[key] = compute()
+            return value
+
+    def running_tasks(self, kind: TaskType) -> int:
+        """Tasks of ``kind`` running, over every job (a task once, however many attempts run)."""
+        return self._counts()[0 if kind == "map" else 1]
+
+    def pending_tasks(self, kind: TaskType) -> int:
+        """Tasks of ``kind`` to start, over every job: maps neither running nor finished, and the same of
+        reduces in jobs past slow-start (:func:`pending_of`)."""
+        return self._counts()[2 if kind == "map" else 3]
+
+    def _counts(self) -> list[int]:
+        if self._task_counts is None or self._task_counts_version != self.jobs_version:
+            counts = [0, 0, 0, 0]
+            for job in self.jobs:
+                counts[0] += job.running_maps
+                counts[1] += job.running_reduces
+                counts[2] += pending_of(job, "map")
+                counts[3] += pending_of(job, "reduce")
+            self._task_counts, self._task_counts_version = counts, self.jobs_version
+        return self._task_counts
+
     def running_on(self, node: str, kind: TaskType | None = None) -> int:
         attempts = self.running.get(node, ())
         return len(attempts) if kind is None else sum(1 for a in attempts if a.task.kind == kind)
@@ -321,7 +368,7 @@ class ClusterSnapshot:
     def smallest_request(self, kind: TaskType) -> Resources:
         """The smallest pod request of ``kind`` among the active jobs (by CPU, then memory), the unit a
         by-requests node's free slots are counted in; the default request when no job is active."""
-        return self.memo(
+        return self.memo_jobs(
             ("smallest-request", kind),
             lambda: min(
                 (job.request(kind) for job in self.jobs),
@@ -339,10 +386,16 @@ class ClusterSnapshot:
         self.version += 1
         if newly_running:
             job = self.job(task.job_id)
+            counts = self._task_counts if self._task_counts_version == self.jobs_version else None
+            before = pending_of(job, task.kind) if counts is not None else 0
             if task.kind == "map":
                 job.running_maps += 1
             else:
                 job.running_reduces += 1
+            if counts is not None:  # kept exact: one more running, and what that leaves to start
+                kind = 0 if task.kind == "map" else 1
+                counts[kind] += 1
+                counts[2 + kind] += pending_of(job, task.kind) - before
         self.running.setdefault(placement.node, []).append(
             Attempt(task, task.attempts, placement.node, self.now)
         )
@@ -350,6 +403,7 @@ class ClusterSnapshot:
     def touch(self, *, jobs_changed: bool = False) -> None:
         """The owner changed something (a task ended, a job arrived or left): invalidate policies' caches."""
         self.version += 1
+        self.jobs_version = next(_JOBS_VERSIONS)
         if jobs_changed:
             self._jobs_by_id = None
 
@@ -357,6 +411,16 @@ class ClusterSnapshot:
         if self._jobs_by_id is None or job_id not in self._jobs_by_id:
             self._jobs_by_id = {j.id: j for j in self.jobs}
         return self._jobs_by_id[job_id]
+
+
+def pending_of(job: Job, kind: TaskType) -> int:
+    """The tasks of ``kind`` that ``job`` has to start: neither running nor finished (by its counts), and
+    reduces only past slow-start (Hadoop's runnable tasks; ``has_pending`` is this being positive)."""
+    if kind == "map":
+        return max(0, len(job.maps) - job.finished_maps - job.running_maps)
+    if not job.reduces_allowed():
+        return 0
+    return max(0, len(job.reduces) - job.finished_reduces - job.running_reduces)
 
 
 def pods_that_fit(cpu: float, memory_mb: float, request: Resources) -> int:

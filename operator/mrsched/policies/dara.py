@@ -381,6 +381,7 @@ class Dara(SlotPolicy):
         self._since_fit = 0
         self._clocks: dict[str, _NodeClock] = {}
         self._starts: dict[str, tuple[float, dict[str, float]]] = {}  # task key -> (start, integrals)
+        self._synced: tuple[object, ...] | None = None  # what _sync last saw, after it
         self._request_memory: dict[str, float] = {}  # job -> its map container request
         #: app -> the smallest map CPU request of its jobs (a by-requests node's mix keeps to its cores by these)
         self._app_cpu: dict[str, float] = {}
@@ -586,7 +587,22 @@ class Dara(SlotPolicy):
                 self._stale = True
 
     def _sync(self, snapshot: ClusterSnapshot) -> None:
-        """Keep the optimisation's members (profiled jobs with unfinished maps) and x* current."""
+        """Keep the optimisation's members (profiled jobs with unfinished maps) and x* current. Nothing to do
+        while none of what decides them changed: the jobs (a placement does not change which have maps to
+        finish), what was measured and fitted, the nodes."""
+        key = (
+            snapshot.jobs_version,
+            snapshot.version if self.cfg.shortest_first else None,  # its window counts maps to start
+            len(snapshot.nodes),
+            self._since_fit,
+            len(self.profiles),
+            len(self.fit.lam),
+            len(self.fitted_classes),
+            len(self.optimal),
+            self._members,
+        )
+        if key == self._synced and not self._stale:
+            return
         if len(self._node_classes) != len(snapshot.nodes):
             self._node_classes = {n: node.node_class for n, node in snapshot.nodes.items()}
         if self._reuse is None:
@@ -613,6 +629,15 @@ class Dara(SlotPolicy):
         if refitted or self._stale or missing:
             self._stale = False
             self.compute_optimal(snapshot.nodes, list(self._members))
+        self._synced = (
+            *key[:3],
+            self._since_fit,
+            len(self.profiles),
+            len(self.fit.lam),
+            len(self.fitted_classes),
+            len(self.optimal),
+            self._members,
+        )
 
     def _window(self, snapshot: ClusterSnapshot) -> list[Job]:
         """The jobs whose maps DARA's optimisation mixes: every job with maps to finish, except on by-requests

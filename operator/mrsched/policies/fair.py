@@ -136,11 +136,11 @@ class _Order:
         pool = self.pools.pop(index)
         pool.running += 1
         key = self.pool_keys[pool.name] = _pool_key(pool)
-        keys = [self.pool_keys[p.name] for p in self.pools]
-        self.pools.insert(bisect.bisect_right(keys, key), pool)
+        # Binary searches over the sorted lists, computing the keys they visit only: a placement costs log(jobs)
+        # keys, not one per job of its pool.
+        self.pools.insert(bisect.bisect_right(self.pools, key, key=lambda p: self.pool_keys[p.name]), pool)
         del pool.jobs[next(i for i, j in enumerate(pool.jobs) if j is job)]  # identity: Job's == is costly
-        job_keys = [self._job_key(j) for j in pool.jobs]
-        pool.jobs.insert(bisect.bisect_right(job_keys, self._job_key(job)), job)
+        pool.jobs.insert(bisect.bisect_right(pool.jobs, self._job_key(job), key=self._job_key), job)
 
 
 class FairConfig(PolicyConfig):
@@ -199,6 +199,7 @@ class Fair(SlotPolicy):
         super().__init__(*args, **kwargs)
         self.cfg: FairConfig = self.config  # type: ignore[assignment]
         self._waits: dict[str, _Wait] = defaultdict(_Wait)
+        self._skipped: set[str] = set()  # the jobs whose wait says skipped: each heartbeat visits these only
         self._orders: dict[str, _Order] = {}
         # Hadoop's lastHeartbeatTime (FairScheduler.java:100), the heartbeat being served (time, node), and the
         # jobs that launched a map on it (assignTasks' launchedMap, java:452).
@@ -265,10 +266,11 @@ class Fair(SlotPolicy):
         since = 0.0 if self._last_heartbeat_s is None else max(0.0, now - self._last_heartbeat_s)
         self._last_heartbeat_s = now
         self._launched = set()
-        for wait in self._waits.values():
-            if wait.skipped:
-                wait.waited += since
-                wait.skipped = False
+        for job_id in self._skipped:
+            wait = self._waits[job_id]
+            wait.waited += since
+            wait.skipped = False
+        self._skipped.clear()
 
     def _allowed(self, job: Job, heartbeat_s: float) -> Level:
         """Hadoop 1's getAllowedLocalityLevel (FairScheduler.java:620-660) from the job's last launch level and
@@ -290,10 +292,12 @@ class Fair(SlotPolicy):
         counts = {kind: snapshot.running_on(node, kind) for kind in _KINDS}
         if all(counts[kind] >= snapshot.capacity(node, kind) for kind in _KINDS):
             return []  # full: the load manager's cap is at most the tracker's slots, so both kinds are rejected
-        running, demand = snapshot.memo("fair.running+demand", lambda: self._running_and_demand(snapshot))
+        # Σ over jobs of running tasks, and of pool demand: running + pending (runnableMaps/Reduces); this
+        # heartbeat counts its own placements in.
+        running = {kind: snapshot.running_tasks(kind) for kind in _KINDS}
+        demand = {kind: running[kind] + snapshot.pending_tasks(kind) for kind in _KINDS}
         if running == demand:
             return []  # nothing pending anywhere: the loop below would reject both kinds at once
-        running, demand = dict(running), dict(demand)  # this heartbeat counts its own placements in
         total = {kind: snapshot.slot_total(kind) for kind in _KINDS}
         caps = {"map": self.cfg.assign_multiple_maps, "reduce": self.cfg.assign_multiple_reduces}
         capacity = {kind: self._max_to_assign(snapshot.free_slots(node, kind), caps[kind]) for kind in _KINDS}
@@ -332,18 +336,6 @@ class Fair(SlotPolicy):
             running[kind] += 1
         return placements
 
-    def _running_and_demand(
-        self, snapshot: ClusterSnapshot
-    ) -> tuple[dict[TaskType, int], dict[TaskType, int]]:
-        """Σ over jobs of running tasks, and of pool demand: running + pending (runnableMaps/Reduces)."""
-        running = {kind: 0 for kind in _KINDS}
-        demand = {kind: 0 for kind in _KINDS}
-        for job in snapshot.jobs:
-            for kind in _KINDS:
-                running[kind] += job.running(kind)
-                demand[kind] += job.running(kind) + self._pending(job, kind)
-        return running, demand
-
     def _max_to_assign(self, free: int, cap: int) -> int:
         """FairScheduler.maxTasksToAssign (FairScheduler.java:564-574): 1 without assignMultiple, else the node's
         free slots, at most the assignmultiple.maps/.reduces cap."""
@@ -374,10 +366,12 @@ class Fair(SlotPolicy):
             if found is None:
                 if job.id not in self._launched:
                     wait.skipped = True  # visited, launched nothing: skipped on this heartbeat (java:547-553)
+                    self._skipped.add(job.id)
                 continue
             task, level = found
             # updateLastMapLocalityLevel (java:595-605): the level of the launched map, and no wait.
             wait.level, wait.waited, wait.skipped = LEVEL_RANK[level], 0.0, False
+            self._skipped.discard(job.id)
             self._launched.add(job.id)
             reason = (
                 f"pool {job.user if self.cfg.pool_by == 'user' else job.queue} furthest below its share; "
@@ -405,4 +399,5 @@ class Fair(SlotPolicy):
     def on_job_finished(self, job: Job, now: float) -> None:
         super().on_job_finished(job, now)
         self._waits.pop(job.id, None)
+        self._skipped.discard(job.id)
         self._launched.discard(job.id)

@@ -59,12 +59,12 @@ class Fifo(SlotPolicy):
 
     def idle(self, snapshot: ClusterSnapshot) -> bool:
         """Every map and every startable reduce runs or is done: a light trace's usual heartbeat."""
-        return not snapshot.memo("fifo.any-pending", lambda: any(_schedulable(j) for j in snapshot.jobs))
+        return snapshot.pending_tasks("map") == 0 and snapshot.pending_tasks("reduce") == 0
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         if self.idle(snapshot):
             return []
-        ordered = snapshot.memo("fifo.order", lambda: fifo_order(snapshot.jobs))
+        ordered = snapshot.memo_jobs("fifo.order", lambda: fifo_order(snapshot.jobs))
         placements = self._maps(snapshot, node, ordered)
         placements += self._reduce(snapshot, node, ordered)
         return placements
@@ -75,7 +75,7 @@ class Fifo(SlotPolicy):
         # Full: the load factor can only lower the cap (most heartbeats of a busy cluster).
         if running >= slots:
             return []
-        remaining = snapshot.memo(  # desiredMaps - finishedMaps
+        remaining = snapshot.memo_jobs(  # desiredMaps - finishedMaps
             "fifo.remaining-maps", lambda: sum(len(j.maps) - j.finished_maps for j in ordered)
         )
         cluster = snapshot.slot_total("map")
@@ -87,8 +87,13 @@ class Fifo(SlotPolicy):
         exceeded = self._exceeded_padding(snapshot, ordered, "map", slots)
         placements: list[Placement] = []
         why = f"first job in FIFO order; node may run {current} of {slots} maps (load factor)"
+        # The jobs ahead of the first with a map to start have none, and until the owner changes the jobs
+        # (jobs_version) placements only take maps away: every heartbeat starts its search there.
+        first = snapshot.memo_jobs("fifo.first-with-maps", lambda: [0])  # one cell, advanced in place
+        while first[0] < len(ordered) and not has_pending(ordered[first[0]], "map"):
+            first[0] += 1
         for _ in range(available):
-            for job in ordered:
+            for job in ordered[first[0] :]:
                 local = self.pick_node_or_rack_local(job, snapshot, node)
                 if local is not None:
                     task, level = local
@@ -114,7 +119,7 @@ class Fifo(SlotPolicy):
         running = snapshot.running_on(node, "reduce")
         if running >= slots:
             return []
-        remaining = snapshot.memo(
+        remaining = snapshot.memo_jobs(
             "fifo.remaining-reduces",
             lambda: sum(len(j.reduces) - j.finished_reduces for j in ordered if j.reduces_allowed()),
         )
@@ -137,33 +142,35 @@ class Fifo(SlotPolicy):
         self, snapshot: ClusterSnapshot, ordered: list[Job], kind: TaskType, tracker_slots: int
     ) -> bool:
         """JobQueueTaskScheduler.exceededPadding (java:268-312): is the cluster so close to full that the pad
-        for failures and speculative tasks would be eaten? The same for every heartbeat until a job or a running
-        attempt changes, so kept per snapshot version."""
+        for failures and speculative tasks would be eaten?"""
         cfg: FifoConfig = self.config  # type: ignore[assignment]
         capacity = snapshot.slot_total(kind)
         pad_on = len(snapshot.nodes) > MIN_CLUSTER_SIZE_FOR_PADDING
-        return snapshot.memo(
-            ("fifo.padding", kind, tracker_slots, capacity, pad_on, cfg.capacity_pad),
-            lambda: _exceeded(ordered, kind, tracker_slots, capacity, cfg.capacity_pad if pad_on else None),
+        counted, needed = snapshot.memo_jobs(("fifo.padding", kind), lambda: _padding_needs(ordered, kind))
+        return _exceeded(
+            snapshot.running_tasks(kind),
+            counted,
+            needed,
+            tracker_slots,
+            capacity,
+            cfg.capacity_pad if pad_on else None,
         )
 
 
-def _schedulable(job: Job) -> bool:
-    """Whether pick_map or pick_reduce could find a task of ``job`` (their own first test)."""
-    return has_pending(job, "map") or has_pending(job, "reduce")
+def _padding_needs(ordered: list[Job], kind: TaskType) -> tuple[bool, int]:
+    """What exceededPadding's loop sums: whether any job counts (as the source, jobs without reduces are skipped,
+    for maps too) and the tasks of ``kind`` of those that do. A placement changes neither."""
+    counted = [job for job in ordered if job.reduces]
+    return bool(counted), sum(len(job.tasks(kind)) for job in counted)
 
 
 def _exceeded(
-    ordered: list[Job], kind: TaskType, tracker_slots: int, capacity: int, capacity_pad: float | None
+    running: int, counted: bool, needed: int, tracker_slots: int, capacity: int, capacity_pad: float | None
 ) -> bool:
-    """exceededPadding's loop over jobs in FIFO order (``capacity_pad`` None: the cluster is too small to pad)."""
-    running = sum(j.running(kind) for j in ordered)
-    needed = 0
-    for job in ordered:
-        if not job.reduces:  # as the source: jobs without reduces are skipped, for maps too
-            continue
-        needed += len(job.tasks(kind))
-        pad = 0 if capacity_pad is None else min(tracker_slots, int(needed * capacity_pad))
-        if running + pad >= capacity:
-            return True
-    return False
+    """exceededPadding's loop (``capacity_pad`` None: the cluster is too small to pad). The loop returns True at
+    the first counted job where running + pad >= capacity, the pad being min(tracker slots, needed so far ×
+    capacityPad); the pad never shrinks as jobs are added, so that is the test at the last counted job."""
+    if not counted:
+        return False
+    pad = 0 if capacity_pad is None else min(tracker_slots, int(needed * capacity_pad))
+    return running + pad >= capacity
