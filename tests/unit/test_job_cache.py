@@ -12,7 +12,7 @@ from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobcache import JobCache, QuietJob, nodes_of, quiet_until
 from mrsched.operator.jobstate import JobState
 from mrsched.operator.pods import PodAttempt
-from mrsched.operator.snapshot import NodeInfo
+from mrsched.operator.snapshot import LiveAttempts, NodeInfo, core_job
 from mrsched.operator.status import IDLE_RESOLUTION_S
 
 NOW = 1000.0
@@ -122,22 +122,52 @@ def test_a_finished_job_waits_for_its_pods_prune_and_its_own_ttl() -> None:
 
 
 def test_the_cache_answers_only_for_the_same_key_nodes_and_before_the_timer_and_until_touched() -> None:
-    cache = JobCache()
     state = JobState.build(body(), [attempt(0, 0, "Running"), attempt(1, 0, "Succeeded", node="b")])
     nodes = nodes_of(state, WORKERS)
     assert nodes == {"a": (True, "r1"), "b": (True, "r1")}
-    cache.put("uid-1", QuietJob(("5", (0, 3)), NOW + 10, body(), state, "Running", True, nodes=nodes))
-    assert cache.get("uid-1", ("5", (0, 3)), NOW, WORKERS) is not None
-    assert cache.get("uid-1", ("6", (0, 3)), NOW, WORKERS) is None, "the job changed"
-    assert cache.get("uid-1", ("5", (0, 4)), NOW, WORKERS) is None, "one of its pods changed"
-    assert cache.get("uid-1", ("5", (0, 3)), NOW + 10, WORKERS) is None, "a timer is due"
+
+    def held(then: dict[str, Any]) -> JobCache:
+        """A cache holding the job as a round with WORKERS left it, at the start of a round with ``then``."""
+        cache = JobCache()
+        cache.begin_round(WORKERS)
+        cache.put("uid-1", QuietJob(("5", (0, 3)), NOW + 10, body(), state, "Running", True, nodes=nodes))
+        cache.begin_round(then)
+        return cache
+
+    cache = held(WORKERS)
+    assert cache.get("uid-1", ("5", (0, 3)), NOW) is not None
+    assert cache.get("uid-1", ("6", (0, 3)), NOW) is None, "the job changed"
+    assert cache.get("uid-1", ("5", (0, 4)), NOW) is None, "one of its pods changed"
+    assert cache.get("uid-1", ("5", (0, 3)), NOW + 10) is None, "a timer is due"
     for changed in (
         {**WORKERS, "a": worker("a", ready=False)},
         {"a": WORKERS["a"]},
         {**WORKERS, "b": worker("b", rack="r2")},
     ):
-        assert cache.get("uid-1", ("5", (0, 3)), NOW, changed) is None, changed
+        assert held(changed).get("uid-1", ("5", (0, 3)), NOW) is None, changed
     elsewhere = {**WORKERS, "c": worker("c", ready=False)}
-    assert cache.get("uid-1", ("5", (0, 3)), NOW, elsewhere) is not None, "a node it never ran on"
+    assert held(elsewhere).get("uid-1", ("5", (0, 3)), NOW) is not None, "a node it never ran on"
     cache.touch(["uid-1"])
-    assert cache.get("uid-1", ("5", (0, 3)), NOW, WORKERS) is None, "touched: read again"
+    assert cache.get("uid-1", ("5", (0, 3)), NOW) is None, "touched: read again"
+
+
+def test_live_attempts_are_made_again_only_for_a_job_read_again() -> None:
+    """A quiet job's state and core Job are the very objects of the last round: its attempts are kept; a job read
+    again (a new state) gets new ones, and an attempt not started yet (its start is the round's time) is made
+    every round."""
+    live = LiveAttempts()
+    running = JobState.build(body(), [attempt(0, 0, "Running"), attempt(1, 0, "Running", node="b")])
+    job = core_job(running, NOW, (10.0, 300.0))
+    first = live.of(running, job, NOW)
+    assert sorted((a.task.index, a.node, a.start_s) for a in first) == [(0, "a", 801.0), (1, "b", 801.0)]
+    assert live.of(running, job, NOW + 1) is first, "the same job as last round: the same attempts"
+    live.forget({"uid-other"})
+    assert live.of(running, job, NOW + 1) is not first, "a job gone is forgotten"
+    again = JobState.build(body(), [attempt(0, 0, "Running"), attempt(1, 0, "Running", node="b")])
+    assert live.of(again, core_job(again, NOW, (10.0, 300.0)), NOW + 1) is not first, "read again: made again"
+    pending = JobState.build(body(), [attempt(0, 0, "Running"), attempt(1, 0, "Pending", node="b")])
+    job = core_job(pending, NOW, (10.0, 300.0))
+    assert {a.start_s for a in live.of(pending, job, NOW)} == {801.0, NOW}
+    assert {a.start_s for a in live.of(pending, job, NOW + 1)} == {801.0, NOW + 1}, (
+        "its start is this round's"
+    )

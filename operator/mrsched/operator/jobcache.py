@@ -64,12 +64,26 @@ def nodes_of(state: JobState, workers: dict[str, snap.NodeInfo]) -> dict[str, No
 @dataclass
 class JobCache:
     _jobs: dict[str, QuietJob] = field(default_factory=dict)
+    #: each worker's state at the last :meth:`begin_round`, and the names of those that changed at it
+    _node_states: dict[str, NodeState] = field(default_factory=dict)
+    _changed: set[str] = field(default_factory=set)
 
-    def get(self, uid: str, key: Hashable, now: float, workers: dict[str, snap.NodeInfo]) -> QuietJob | None:
+    def begin_round(self, workers: dict[str, snap.NodeInfo]) -> None:
+        """Note which nodes changed state (node_state) since the last round: a held job is valid only while none
+        of the nodes its attempts ran on did. Called once a round, before :meth:`get`, with the workers its
+        jobs are reconciled against; held jobs are checked every round, so comparing with the last round's
+        states is comparing with the states they were held with."""
+        states = {name: node_state(info) for name, info in workers.items()}
+        old = self._node_states
+        self._changed = {name for name, now in states.items() if old.get(name) != now}
+        self._changed.update(name for name, was in old.items() if was is not None and name not in states)
+        self._node_states = states
+
+    def get(self, uid: str, key: Hashable, now: float) -> QuietJob | None:
         held = self._jobs.get(uid)
         if held is None or held.key != key or now >= held.until:
             return None
-        if any(node_state(workers.get(name)) != was for name, was in held.nodes.items()):
+        if self._changed and not self._changed.isdisjoint(held.nodes):
             return None
         return held
 

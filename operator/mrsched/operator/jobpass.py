@@ -82,12 +82,13 @@ class JobPass:
         stats.jobs = len(bodies)
         keys: dict[str, Hashable] = {}
         read: list[Item] = []
+        self.cache.begin_round(workers)
         for body in bodies:
             meta = body["metadata"]
             uid = meta["uid"]
             signature, pods = groups.get(uid, ((), []))
             keys[uid] = (meta.get("resourceVersion"), signature)
-            held = self.cache.get(uid, keys[uid], now, workers) if meta.get("resourceVersion") else None
+            held = self.cache.get(uid, keys[uid], now) if meta.get("resourceVersion") else None
             if held is not None:
                 out.quiet.append(held)
                 out.phases[held.phase] += 1
@@ -101,6 +102,7 @@ class JobPass:
             except InvalidSpec as err:
                 out.phases[self.reconciler.refuse(body, str(err), now, err.reason)] += 1
         out.active = [(q.body, q.state) for q in out.quiet if q.active]
+        stats.read = len(read)
         racks = {name: info.node.rack for name, info in workers.items()}
 
         def reconcile(item: Item) -> tuple[str, Exception | None]:

@@ -109,6 +109,9 @@ class SchedulingLoop:
         self._rounds = 0
         self.jobs = JobPass(api, config, self.reconciler, self._pool, self._read_attempt)
         self._requested_at: tuple[Hashable | None, dict[str, Any]] = (None, {})
+        self._live = (
+            snap.LiveAttempts()
+        )  # the snapshots' running attempts, made again only for jobs read again
 
     # running ----------------------------------------------------------------------------------------------
 
@@ -183,6 +186,7 @@ class SchedulingLoop:
             for memo in (self._read_node, self._read_attempt, self._pod_request):
                 memo.sweep()
         self.reconciler.forget(present)
+        self._live.forget(present)
         self.learning.learn(jobs.states, now)
         probing = self._probe(workers)
         refusing = self.jobs.refusing_nodes(jobs, now)
@@ -275,7 +279,7 @@ class SchedulingLoop:
             # Derived this round (LearningFeed.learn) from the same state, or unchanged since (jobcache)
             job = self.learning.held_job(state.spec.uid) or self.learning.core_job(state, now)
             by_policy[state.spec.policy or self.config.policy].append((state, job))
-        specs = {state.spec.uid: state.spec for _, state in active}
+        states = {state.spec.uid: state for _, state in active}
         used = dict(self._requested()) if usable else {}  # _fits adds this round's placements to it
         creations: list[dict[str, Any]] = []
         nodes: dict[str, Node] = {
@@ -294,7 +298,13 @@ class SchedulingLoop:
                 continue
             self._version += 1_000_000  # strictly increasing across rounds: policies cache on (id, version)
             snapshot = snap.build(
-                nodes, jobs, now, self._version, live_metrics, heartbeat_s=self.config.heartbeat_s
+                nodes,
+                jobs,
+                now,
+                self._version,
+                live_metrics,
+                heartbeat_s=self.config.heartbeat_s,
+                live=self._live,
             )
             snap.reserve_others(snapshot, used)  # other tenants' pods, other policies' and commits
             t0 = time.perf_counter()
@@ -307,7 +317,8 @@ class SchedulingLoop:
             self.live_metrics.policy_gauges(name, policy, live_metrics, nodes)
             unfit = 0
             for placement in placements:
-                spec = specs[placement.task.job_id]
+                state = states[placement.task.job_id]
+                spec = state.spec
                 explanation = placement.explanation
                 if placement.node in canaries:
                     if placement.task.kind != "map" or placement.node in canaried:
@@ -322,7 +333,6 @@ class SchedulingLoop:
                     self.canaries.started(placement.node, now)
                     self.metrics.canaries_started.inc()
                 kind = placement.task.kind
-                state = next(s for s, _ in jobs if s.spec.uid == spec.uid)
                 index = placement.task.index
                 attempt = state.tasks[(kind, index)].next_attempt
                 creations.append(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,6 +229,39 @@ def _new_job(state: JobState) -> Job:
     )
 
 
+class LiveAttempts:
+    """Each job's live attempts as core :class:`Attempt` s, kept while its state and core Job are the very
+    objects they were made from: a job the round did not read again (jobcache) has the same, and an idle round
+    then makes no Attempt of its 10,000 pods. Attempts not started yet (their start is the round's time) are
+    made every round."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[JobState, Job, list[Attempt]]] = {}
+
+    def of(self, state: JobState, job: Job, now: float) -> list[Attempt]:
+        held = self._held.get(job.id)
+        if held is not None and held[0] is state and held[1] is job:
+            return held[2]
+        by_key: dict[tuple[str, int], Task] = {(t.kind, t.index): t for t in (*job.maps, *job.reduces)}
+        attempts = [
+            Attempt(by_key[(kind, index)], attempt.attempt, attempt.node, attempt.started or now)
+            for (kind, index), ts in state.tasks.items()
+            for attempt in ts.live
+            if attempt.node
+        ]
+        if all(a.started for ts in state.tasks.values() for a in ts.live if a.node):
+            self._held[job.id] = (state, job, attempts)
+        else:
+            self._held.pop(job.id, None)
+        return attempts
+
+    def forget(self, present: Iterable[str]) -> None:
+        """Drop the jobs not in ``present`` (uids)."""
+        keep = set(present)
+        for uid in [u for u in self._held if u not in keep]:
+            del self._held[uid]
+
+
 def build(
     nodes: dict[str, Node],
     jobs: list[tuple[JobState, Job]],
@@ -236,17 +269,16 @@ def build(
     version: int,
     metrics: dict[str, NodeMetrics] | None = None,
     heartbeat_s: float = 3.0,
+    live: LiveAttempts | None = None,
 ) -> ClusterSnapshot:
-    """A snapshot with ``jobs`` active and their live attempts running on ``nodes``."""
+    """A snapshot with ``jobs`` active and their live attempts running on ``nodes`` (each job's from ``live``,
+    when given)."""
     running: dict[str, list[Attempt]] = {name: [] for name in nodes}
+    live = live or LiveAttempts()
     for state, job in jobs:
-        by_key: dict[tuple[str, int], Task] = {(t.kind, t.index): t for t in (*job.maps, *job.reduces)}
-        for (kind, index), ts in state.tasks.items():
-            for attempt in ts.live:
-                if attempt.node in running:
-                    running[attempt.node].append(
-                        Attempt(by_key[(kind, index)], attempt.attempt, attempt.node, attempt.started or now)
-                    )
+        for attempt in live.of(state, job, now):
+            if attempt.node in running:
+                running[attempt.node].append(attempt)
     ordered = [job for _, job in sorted(jobs, key=lambda sj: (sj[1].submit_s, sj[1].id))]
     return ClusterSnapshot(
         now=now,
