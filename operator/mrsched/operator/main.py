@@ -13,6 +13,7 @@ from prometheus_client import start_http_server
 
 from mrsched.operator import handlers
 from mrsched.operator.config import OperatorConfig
+from mrsched.operator.gcsettings import tune_gc
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.kubeclient import api_client
 from mrsched.operator.metrics import OperatorMetrics
@@ -34,6 +35,7 @@ def run_operator(
         os.environ["KUBECONFIG"] = str(kubeconfig)  # kopf's own login reads it
     kopf.configure(verbose=verbose, log_format=kopf.LogFormat.JSON, log_prefix=False)
     logging.getLogger("mrsched").setLevel(logging.DEBUG if verbose else logging.INFO)
+    tune_gc()
     api = ClusterApi(api_client(kubeconfig), config.namespaces)
     metrics = OperatorMetrics()
     start_http_server(config.metrics_port, addr=bind_address, registry=metrics.registry)
