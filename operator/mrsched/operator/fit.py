@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from mrsched.core.model import Resources
 from mrsched.operator.jobspec import JobSpec
 from mrsched.operator.pods import REJECTIONS, PodAttempt
 from mrsched.operator.snapshot import NodeInfo, tolerates
@@ -24,8 +25,18 @@ from mrsched.operator.snapshot import NodeInfo, tolerates
 TRANSIENT_TAINT_PREFIXES = ("node.kubernetes.io/", "mrsched.dev/degraded")
 
 
+def _fits_allocatable(info: NodeInfo, request: Resources) -> bool:
+    return request.cpu <= info.node.cores + 1e-9 and request.memory_mb <= info.node.memory_mb + 1e-9
+
+
 def unplaceable(spec: JobSpec, workers: Mapping[str, NodeInfo]) -> tuple[str, str] | None:
     """(reason, message) when no worker node could ever run one of the job's tasks; None when some could."""
+    needs = [("map", spec.map_resources)] + ([("reduce", spec.reduce_resources)] if spec.reduces else [])
+    # The usual answer first, at the first node that could run every kind of task: a job read again is checked
+    # each round, and with a thousand workers the whole pass below was most of its reconciliation.
+    for info in workers.values():
+        if all(_fits_allocatable(info, request) for _, request in needs) and _could_admit(info, spec):
+            return None
     matching = [info for info in workers.values() if _could_admit(info, spec)]
     if not matching:
         selector = ", ".join(f"{k}={v}" for k, v in sorted(spec.node_selector.items())) or "none"
@@ -34,12 +45,8 @@ def unplaceable(spec: JobSpec, workers: Mapping[str, NodeInfo]) -> tuple[str, st
             f"0/{len(workers)} worker nodes are available: none matches the job's nodeSelector ({selector}) "
             "and tolerates its taints",
         )
-    needs = [("map", spec.map_resources)] + ([("reduce", spec.reduce_resources)] if spec.reduces else [])
     for kind, request in needs:
-        if any(
-            request.cpu <= n.node.cores + 1e-9 and request.memory_mb <= n.node.memory_mb + 1e-9
-            for n in matching
-        ):
+        if any(_fits_allocatable(n, request) for n in matching):
             continue
         largest = max(matching, key=lambda n: (n.node.cores, n.node.memory_mb)).node
         short = [
