@@ -9,12 +9,14 @@ Lease every 10 s as a kubelet does: every run starts on empty nodes (deleting 10
 on two cores takes longer than a new cluster). kube-scheduler runs first, then each policy.
 
 For each policy, the operator's ``SchedulingLoop`` runs in this process on the operator's
-``ClusterApi`` with its watch caches (informers.py), as ``mrsched run`` runs it: ``--jobs`` wordcount jobs of
+``ClusterApi`` with its watch caches (informers.py) and its garbage-collector settings (gcsettings.py), as
+``mrsched run`` runs it: ``--jobs`` wordcount jobs of
 ``--maps-per-job`` maps (10,000 task pods in flight by default), each map 64 GiB of model input so that none
 ends during the run, maps requesting 500m and 256Mi, no slot cap (concurrency by requests). Rounds run back to
-back until no round places anything more; then, once every pod runs (at most ``--running-wait`` s: the
-emulated kubelets start pods more slowly than they are created), ``--idle-rounds`` rounds with nothing to
-place. Prometheus scrapes the emulated nodes every 30 s here, not every second: no run reads metrics, and the
+back until no round places anything more; then rounds once a second until every pod runs (at most
+``--running-wait`` s: the emulated kubelets start pods more slowly than they are created), more until a round
+reads no job again (their statuses record the pods' start; at most 30), and then ``--idle-rounds`` rounds with
+nothing to place. Prometheus scrapes the emulated nodes every 30 s here, not every second: no run reads metrics, and the
 1,000 nodes' exporters share one emulator process. In its own cluster, the same task pods (the kube-default
 manifests the operator would create, without its owner reference and finalizer) are created unbound by 32
 threads and bound by the real kube-scheduler, no mrsched involved.
@@ -58,6 +60,7 @@ from mrsched.localcluster.cluster import LocalCluster
 from mrsched.localcluster.dataclaim import data_claim_manifests
 from mrsched.localcluster.toolchain import Toolchain
 from mrsched.operator.config import OperatorConfig
+from mrsched.operator.gcsettings import tune_gc
 from mrsched.operator.jobspec import API_GROUP, API_VERSION, PLURAL, JobSpec
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.kubeclient import api_client
@@ -77,6 +80,7 @@ NODE_GRACE_S = 50.0
 CHART_MEMORY_LIMIT_MIB = 512  # charts/mrsched/values.yaml resources.limits.memory
 MAP_REQUEST = {"cpu": "500m", "memory": "256Mi"}
 STALL_ROUNDS = 5  # rounds in a row that place nothing: placement is over
+SETTLE_ROUNDS = 30  # at most, after every pod runs, until a round reads no job again
 # No run here reads metrics (the loop has no Prometheus URL, kube-scheduler none at all), but Prometheus scrapes
 # every emulated node's exporter, and the 1,000 of them are one emulator process: at the clusters' usual 1 s it
 # spent four fifths of that process's core (py-spy), and the emulator's pods started minutes late.
@@ -245,8 +249,15 @@ class Bench:
                     stall += 1
             cpu_placing = cpu_s() - cpu0
             print(f"  {policy}: {created} pods in {end - start:.1f} s", file=sys.stderr, flush=True)
-            running = self.wait_running(api, created)
-            idle = []
+            # The operator runs its rounds all the time: it does here too while the kubelets start the pods, and
+            # then until a round has no job to read again (each job's status records its pods' start), so that
+            # the idle rounds measure a cluster where nothing changed, not the catching up.
+            running = self.wait_running(api, created, loop)
+            settle = 0
+            while settle < SETTLE_ROUNDS and loop.round().read:
+                settle += 1
+                time.sleep(args.idle_gap)
+            idle, read = [], []
             # What changed in the cluster during the idle rounds: an idle round is one with nothing to place,
             # but pods, nodes and jobs may still change (a kubelet's late status, a node's readiness).
             before = {
@@ -257,8 +268,10 @@ class Bench:
             for _ in range(idle_rounds):
                 if args.profile:
                     idle_profile.enable()
-                idle.append(loop.round().seconds)
+                stats = loop.round()
                 idle_profile.disable()
+                idle.append(stats.seconds)
+                read.append(stats.read)
                 time.sleep(args.idle_gap)
             changed = {
                 "pods": sum(caches.pod_changes()) - before["pods"],
@@ -287,16 +300,21 @@ class Bench:
             "synced_s": synced,
             "running": running,
             "idle_changes": changed,
+            "settle_rounds": settle,
+            "idle_jobs_read": read,
         }
 
-    def wait_running(self, api: ClusterApi, count: int) -> int:
+    def wait_running(self, api: ClusterApi, count: int, loop: SchedulingLoop) -> int:
+        """Rounds, about one a second as the operator's heartbeat, until ``count`` task pods run."""
         deadline = time.monotonic() + self.args.running_wait
         running = 0
         while time.monotonic() < deadline:
             running = sum((p.get("status") or {}).get("phase") == "Running" for p in api.list_task_pods())
             if running >= count:
                 break
-            time.sleep(1)
+            started = time.monotonic()
+            loop.round()
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
         return running
 
     # --- kube-scheduler ----------------------------------------------------------------------------------------
@@ -379,8 +397,8 @@ def report(args: argparse.Namespace, registered: float, runs: list[dict[str, Any
         "## The operator: round latency (ms, p50 / p95), CPU per pod placed, memory (chart limit "
         f"{CHART_MEMORY_LIMIT_MIB} MiB)",
         f"{'who':22} {'placing n':>9} {'p50':>7} {'p95':>7} {'idle n':>6} {'p50':>6} {'p95':>6} "
-        f"{'cpu ms/pod':>10} {'rss MiB':>8} {'peak':>6} {'sync s':>6} {'Running':>7} "
-        f"{'changed while idle: pods':>24} {'nodes':>5} {'jobs':>4}",
+        f"{'cpu ms/pod':>10} {'rss MiB':>8} {'peak':>6} {'sync s':>6} {'Running':>7} {'settle':>6} "
+        f"{'changed while idle: pods':>24} {'nodes':>5} {'jobs':>4} {'jobs read/round':>15}",
     ]
     for r in runs:
         if r["who"] == "kube-scheduler":
@@ -390,8 +408,9 @@ def report(args: argparse.Namespace, registered: float, runs: list[dict[str, Any
             f"{r['who']:22} {len(placing):9d} {pct(placing, 0.5) * 1e3:7.0f} {pct(placing, 0.95) * 1e3:7.0f} "
             f"{len(idle):6d} {pct(idle, 0.5) * 1e3:6.0f} {pct(idle, 0.95) * 1e3:6.0f} "
             f"{r['cpu_ms_per_pod']:10.2f} {r['rss_mib']:8.0f} {r['peak_rss_mib']:6.0f} {r['synced_s']:6.2f} "
-            f"{r['running']:7d} {r['idle_changes']['pods']:24d} {r['idle_changes']['nodes']:5d} "
-            f"{r['idle_changes']['jobs']:4d}"
+            f"{r['running']:7d} {r['settle_rounds']:6d} {r['idle_changes']['pods']:24d} "
+            f"{r['idle_changes']['nodes']:5d} {r['idle_changes']['jobs']:4d} "
+            f"{statistics.mean(r['idle_jobs_read'] or [0]):15.1f}"
         )
     idle_all = [t for r in runs if r["who"] != "kube-scheduler" for t in r["idle_rounds"]]
     lines += [
@@ -428,6 +447,7 @@ def main() -> None:
         "--profile", help="cProfile the loop's rounds into <PROFILE>-<policy>-<placing|idle>.txt"
     )
     args = parser.parse_args()
+    tune_gc()  # the loop runs in this process: with the collector settings of `mrsched run` (gcsettings)
     tool = Toolchain.locate()
     runs: list[dict[str, Any]] = []
     registered: list[float] = []

@@ -128,8 +128,10 @@ def test_a_status_patch_is_a_merge_patch_of_the_status_and_fails_loudly_except_f
     fake, api = server
     path = "/apis/mrsched.dev/v1alpha1/namespaces/ns/mapreducejobs/job/status"
     job = {"kind": "MapReduceJob", "metadata": {"name": "job"}, "status": {"phase": "Running"}}
-    fake.script[("PATCH", path)] = [(200, {}, job, 0), (404, {}, {"kind": "Status", "code": 404}, 0)] + [
-        (500, {}, {"kind": "Status", "code": 500}, 0)
+    fake.script[("PATCH", path)] = [
+        (200, {}, job, 0),
+        (404, {}, {"kind": "Status", "code": 404}, 0),
+        (500, {}, {"kind": "Status", "code": 500}, 0),
     ]
     api.patch_job_status("ns", "job", {"phase": "Running"})
     method, sent_path, content_type, body = fake.sent[-1]
