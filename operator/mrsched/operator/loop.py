@@ -109,9 +109,8 @@ class SchedulingLoop:
         self._rounds = 0
         self.jobs = JobPass(api, config, self.reconciler, self._pool, self._read_attempt)
         self._requested_at: tuple[Hashable | None, dict[str, Any]] = (None, {})
-        self._live = (
-            snap.LiveAttempts()
-        )  # the snapshots' running attempts, made again only for jobs read again
+        # The snapshots' running attempts, made again only for the jobs read again.
+        self._live = snap.LiveAttempts()
 
     # running ----------------------------------------------------------------------------------------------
 

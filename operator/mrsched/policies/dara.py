@@ -590,17 +590,7 @@ class Dara(SlotPolicy):
         """Keep the optimisation's members (profiled jobs with unfinished maps) and x* current. Nothing to do
         while none of what decides them changed: the jobs (a placement does not change which have maps to
         finish), what was measured and fitted, the nodes."""
-        key = (
-            snapshot.jobs_version,
-            snapshot.version if self.cfg.shortest_first else None,  # its window counts maps to start
-            len(snapshot.nodes),
-            self._since_fit,
-            len(self.profiles),
-            len(self.fit.lam),
-            len(self.fitted_classes),
-            len(self.optimal),
-            self._members,
-        )
+        key = self._sync_key(snapshot)
         if key == self._synced and not self._stale:
             return
         if len(self._node_classes) != len(snapshot.nodes):
@@ -629,8 +619,14 @@ class Dara(SlotPolicy):
         if refitted or self._stale or missing:
             self._stale = False
             self.compute_optimal(snapshot.nodes, list(self._members))
-        self._synced = (
-            *key[:3],
+        self._synced = self._sync_key(snapshot)
+
+    def _sync_key(self, snapshot: ClusterSnapshot) -> tuple[object, ...]:
+        """What decides the members and x*: :meth:`_sync` has nothing to do while it is as it left it."""
+        return (
+            snapshot.jobs_version,
+            snapshot.version if self.cfg.shortest_first else None,  # its window counts maps to start
+            len(snapshot.nodes),
             self._since_fit,
             len(self.profiles),
             len(self.fit.lam),
