@@ -139,6 +139,7 @@ def test_the_cache_answers_only_for_the_same_key_nodes_and_before_the_timer_and_
     assert cache.get("uid-1", ("6", (0, 3)), NOW) is None, "the job changed"
     assert cache.get("uid-1", ("5", (0, 4)), NOW) is None, "one of its pods changed"
     assert cache.get("uid-1", ("5", (0, 3)), NOW + 10) is None, "a timer is due"
+    assert cache.misses == {"job": 1, "pods": 1, "timer": 1}, "each miss says why"
     for changed in (
         {**WORKERS, "a": worker("a", ready=False)},
         {"a": WORKERS["a"]},
@@ -147,8 +148,12 @@ def test_the_cache_answers_only_for_the_same_key_nodes_and_before_the_timer_and_
         assert held(changed).get("uid-1", ("5", (0, 3)), NOW) is None, changed
     elsewhere = {**WORKERS, "c": worker("c", ready=False)}
     assert held(elsewhere).get("uid-1", ("5", (0, 3)), NOW) is not None, "a node it never ran on"
+    node_changed = held({**WORKERS, "a": worker("a", ready=False)})
+    node_changed.get("uid-1", ("5", (0, 3)), NOW)
+    assert node_changed.misses == {"node": 1}
     cache.touch(["uid-1"])
     assert cache.get("uid-1", ("5", (0, 3)), NOW) is None, "touched: read again"
+    assert cache.misses["new"] == 1
 
 
 def test_live_attempts_are_made_again_only_for_a_job_read_again() -> None:

@@ -16,6 +16,7 @@ work queue, in the shape of Hadoop's heartbeat loop).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Hashable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ NodeState = tuple[bool, str] | None
 class QuietJob:
     """A job as its last reconciliation left it, valid while ``key`` holds and until ``until``."""
 
-    key: Hashable
+    key: tuple[Hashable, Hashable]
     until: float
     body: dict[str, Any]
     state: JobState
@@ -68,6 +69,11 @@ class JobCache:
     _node_states: dict[str, NodeState] = field(default_factory=dict)
     _changed: set[str] = field(default_factory=set)
 
+    #: why the jobs asked for this round were not taken from the cache (what a round read again, and why):
+    #: "new" (not held: first seen, or touched), "job" (its object changed), "pods" (one of its pods did),
+    #: "timer" (one of its timers is due), "node" (a node its attempts ran on changed state)
+    misses: Counter[str] = field(default_factory=Counter)
+
     def begin_round(self, workers: dict[str, snap.NodeInfo]) -> None:
         """Note which nodes changed state (node_state) since the last round: a held job is valid only while none
         of the nodes its attempts ran on did. Called once a round, before :meth:`get`, with the workers its
@@ -78,12 +84,23 @@ class JobCache:
         self._changed = {name for name, now in states.items() if old.get(name) != now}
         self._changed.update(name for name, was in old.items() if was is not None and name not in states)
         self._node_states = states
+        self.misses = Counter()
 
-    def get(self, uid: str, key: Hashable, now: float) -> QuietJob | None:
+    def get(self, uid: str, key: tuple[Hashable, Hashable], now: float) -> QuietJob | None:
+        """The job as held, if its key (resourceVersion, its pods' group version) is the held one, no timer of
+        its is due and none of its nodes changed state at this round's :meth:`begin_round`."""
         held = self._jobs.get(uid)
-        if held is None or held.key != key or now >= held.until:
-            return None
-        if self._changed and not self._changed.isdisjoint(held.nodes):
+        why = None
+        if held is None:
+            why = "new"
+        elif held.key != key:
+            why = "job" if held.key[0] != key[0] else "pods"
+        elif now >= held.until:
+            why = "timer"
+        elif self._changed and not self._changed.isdisjoint(held.nodes):
+            why = "node"
+        if why is not None:
+            self.misses[why] += 1
             return None
         return held
 

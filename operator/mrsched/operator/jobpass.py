@@ -80,7 +80,7 @@ class JobPass:
         groups = self.api.task_pods_by_job()
         bodies = self.api.list_jobs()
         stats.jobs = len(bodies)
-        keys: dict[str, Hashable] = {}
+        keys: dict[str, tuple[Hashable, Hashable]] = {}
         read: list[Item] = []
         self.cache.begin_round(workers)
         for body in bodies:
@@ -103,6 +103,7 @@ class JobPass:
                 out.phases[self.reconciler.refuse(body, str(err), now, err.reason)] += 1
         out.active = [(q.body, q.state) for q in out.quiet if q.active]
         stats.read = len(read)
+        stats.read_why = dict(self.cache.misses)
         racks = {name: info.node.rack for name, info in workers.items()}
 
         def reconcile(item: Item) -> tuple[str, Exception | None]:

@@ -11,8 +11,9 @@ class RoundStats:
     created: int = 0  # task pods created
     deleted: int = 0  # task pods deleted (lost or stuck attempts, pods of failed jobs)
     jobs: int = 0  # MapReduceJobs listed
-    read: int = (
-        0  # of them, read and reconciled again (the others were as the last round left them: jobcache)
-    )
+    #: of them, read and reconciled again (the others were as the last round left them: jobcache), and why
+    #: (JobCache.misses)
+    read: int = 0
+    read_why: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0  # the round's duration (mrsched_loop_seconds)
     placed: dict[str, int] = field(default_factory=dict)  # policy -> placements it returned
