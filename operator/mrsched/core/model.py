@@ -267,9 +267,10 @@ class ClusterSnapshot:
             )
 
     def memo(self, key: Hashable, compute: Callable[[], _T]) -> _T:
-        """``compute()`` once per :attr:`version`: for a policy's sums over every active job (demand, running
-        tasks, the FIFO order), which change only when a job or a running attempt does, while a cluster's
-        heartbeats come far more often. Callers must not mutate what it returns."""
+        """``compute()`` once per :attr:`version`: for values that depend on which tasks run (what is left of a
+        node's allocatable, DARA's window), which change only when a job or a running attempt does, while a
+        cluster's heartbeats come far more often; what a placement cannot change goes in :meth:`memo_jobs`.
+        Callers must not mutate what it returns."""
         if self._memo_version != self.version:
             self._memo.clear()
             self._memo_version = self.version
