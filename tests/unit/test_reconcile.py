@@ -134,3 +134,35 @@ def test_attempts_no_task_needs_are_ended_gracefully_and_not_charged() -> None:
     reconciler = JobReconciler(cast(ClusterApi, api), OperatorConfig(), OperatorMetrics())
     reconcile(reconciler, api, [attempt(0, 0, "Failed"), attempt(1, 0, "Running"), attempt(1, 1, "Pending")])
     assert sorted(api.deleted) == ["job-uid-1-m00001-a0", "job-uid-1-m00001-a1"]
+
+
+def test_a_changed_kube_scheduler_verdict_is_announced_again_an_unchanged_one_once() -> None:
+    """kube-scheduler's first word on a pod is often transient (its PersistentVolumeClaim not yet bound); the lasting
+    one (Insufficient cpu) must reach the job's Events too, and each verdict only once."""
+    api = FakeApi()
+    reconciler = JobReconciler(cast(ClusterApi, api), OperatorConfig(), OperatorMetrics())
+
+    def pending(message: str) -> PodAttempt:
+        return PodAttempt(
+            name="job-uid-1-m00000-a0",
+            kind="map",
+            index=0,
+            attempt=0,
+            node=None,
+            phase="Pending",
+            created=NOW - 1,
+            reason="Unschedulable",
+            message=message,
+        )
+
+    unbound = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+    cpu = "0/1 nodes are available: 1 Insufficient cpu."
+    for message in (unbound, unbound, cpu, cpu):
+        reconcile(reconciler, api, [pending(message), attempt(1, 0, "Running")])
+    announced = [m for reason, m in api.events if reason == "TaskUnschedulable"]
+    assert announced == [f"job-uid-1-m00000-a0: {unbound}", f"job-uid-1-m00000-a0: {cpu}"]
+    reconciler.forget(set())
+    reconcile(reconciler, api, [pending(cpu), attempt(1, 0, "Running")])
+    assert len([m for reason, m in api.events if reason == "TaskUnschedulable"]) == 3, (
+        "forgotten, so told again"
+    )

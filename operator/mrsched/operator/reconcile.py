@@ -36,7 +36,9 @@ class JobReconciler:
         self.api = api
         self.config = config
         self.metrics = metrics
-        self._unschedulable: set[str] = set()  # "<job uid>/<pod>" whose kube-scheduler verdict was announced
+        # "<job uid>/<pod>" -> the kube-scheduler verdict last announced for it. A new verdict is announced again:
+        # the first is often transient (a PersistentVolumeClaim not yet bound) and hides the lasting one.
+        self._unschedulable: dict[str, str] = {}
         self._not_ready_seen: dict[str, float] = {}  # NotReady nodes without a transition time: first seen
 
     def reconcile(
@@ -65,8 +67,9 @@ class JobReconciler:
                         and attempt.reason not in TRANSIENT_WAITING  # pod_start_grace_s decides for those
                         and (now - attempt.created > self.config.pending_timeout_s)
                     )
-                    if attempt.unschedulable and f"{spec.uid}/{attempt.name}" not in self._unschedulable:
-                        self._unschedulable.add(f"{spec.uid}/{attempt.name}")
+                    key = f"{spec.uid}/{attempt.name}"
+                    if attempt.unschedulable and self._unschedulable.get(key) != attempt.message:
+                        self._unschedulable[key] = attempt.message
                         self.api.event(
                             body, "Warning", "TaskUnschedulable", f"{attempt.name}: {attempt.message}"
                         )
@@ -171,7 +174,7 @@ class JobReconciler:
     def forget(self, present: AbstractSet[str]) -> None:
         """Drop the announced verdicts of jobs (by uid) that no longer exist."""
         for key in [k for k in self._unschedulable if k.split("/", 1)[0] not in present]:
-            self._unschedulable.discard(key)
+            del self._unschedulable[key]
 
     def _node_lost(self, node: str | None, workers: dict[str, snap.NodeInfo], now: float) -> bool:
         """The node has been NotReady for ``node_lost_grace_s``: since its Ready condition's last transition,
