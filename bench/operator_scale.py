@@ -135,10 +135,25 @@ class Bench:
                 NodeGroup.model_validate({"class": NODE_CLASS, "count": self.args.nodes, "namePrefix": "s-"})
             ],
         )
-        self.cluster.emulate(
+        self.emulator = self.cluster.emulate(
             layout, mode="model", emulator_id="scale-nodes", heartbeat_interval_s=HEARTBEAT_S, timeout_s=1200
         )
         return time.monotonic() - t0
+
+    def kubelets_health(self) -> dict[str, Any]:
+        """How late the emulated kubelets ran during the run: the longest gap between two Lease renewals of any
+        node (NotReady past NODE_GRACE_S), and how many nodes are not Ready now. A run whose nodes went NotReady
+        measured the emulator, not the scheduler."""
+        gaps = [n.get("heartbeatGapMaxS", 0.0) for n in self.emulator.client.nodes() if not n["removed"]]
+        nodes = json.loads(self.core.list_node(_preload_content=False).data)["items"]
+        not_ready = sum(
+            not any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in (n.get("status") or {}).get("conditions", [])
+            )
+            for n in nodes
+        )
+        return {"heartbeat_gap_max_s": max(gaps, default=0.0), "nodes_not_ready": not_ready}
 
     @contextlib.contextmanager
     def namespace(self, clean: bool = True) -> Iterator[str]:
@@ -419,6 +434,13 @@ def report(args: argparse.Namespace, registered: float, runs: list[dict[str, Any
         if r.get("idle_read_why"):
             reasons = ", ".join(f"{k} {v}" for k, v in sorted(r["idle_read_why"].items()))
             lines.append(f"# {r['who']}: jobs read again in its idle rounds, by why (jobcache): {reasons}")
+    for r in runs:
+        if "heartbeat_gap_max_s" in r:
+            lines.append(
+                f"# {r['who']}: emulated kubelets' longest Lease renewal gap {r['heartbeat_gap_max_s']:.1f} s "
+                f"(renewal every {HEARTBEAT_S:.0f} s, node-monitor grace {NODE_GRACE_S:.0f} s), "
+                f"{r['nodes_not_ready']} nodes not Ready at the end"
+            )
     idle_all = [t for r in runs if r["who"] != "kube-scheduler" for t in r["idle_rounds"]]
     lines += [
         "",
@@ -475,6 +497,7 @@ def main() -> None:
                 )
                 if who == "kube-scheduler":
                     runs.append(bench.run_kube_scheduler())
+                    runs[-1].update(bench.kubelets_health())
                 else:
                     # The runs share this process; the operator runs one loop. The last run's objects (cycles
                     # the collector's thresholds leave for a full collection, gcsettings) go now, and the
@@ -484,6 +507,7 @@ def main() -> None:
                     # Warm-up, not reported: connections, the API server's caches, the profiles' first writes.
                     bench.run_mrsched("fifo", 5, 20, 0)
                     runs.append(bench.run_mrsched(who, args.jobs, args.maps_per_job, args.idle_rounds))
+                    runs[-1].update(bench.kubelets_health())
             finally:
                 cluster.down(tool)
         text = report(args, max(registered), runs, tool)

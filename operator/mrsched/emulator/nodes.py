@@ -130,6 +130,13 @@ class NodeState:
     shutting_down: bool = False  # a graceful shutdown began: no pod is admitted
     last_status: float = 0.0
     pods: set[str] = field(default_factory=set)
+    last_renewed: float = 0.0  # monotonic time of the last Lease renewal (0: none since heartbeats began)
+    max_renew_gap_s: float = 0.0  # the longest time between two renewals: how late this kubelet ran
+
+    def renewed(self, now: float) -> None:
+        if self.last_renewed:
+            self.max_renew_gap_s = max(self.max_renew_gap_s, now - self.last_renewed)
+        self.last_renewed = now
 
 
 def lease_object(node_name: str, node_uid: str, duration_s: int) -> dict[str, Any]:

@@ -7,7 +7,10 @@ heartbeats, evict a pod, inject a fault, make image pulls fail) serve the tests 
 control endpoint (:mod:`mrsched.emulator.control`).
 
 All API writes for pods happen on one loop thread, in the order the kubelet would make them; heartbeats run
-on their own thread so that a busy loop never lets a node go NotReady.
+on their own threads so that a busy loop never lets a node go NotReady: a small pool renews the Leases, since
+one thread renewing 1,000 of them one after another took longer than the node-monitor grace once the API
+server was busy (bench-scale saw its nodes go NotReady and their pods evicted). Each node's longest gap between
+two renewals is kept and shown, so a run can say how late its kubelets were.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -37,6 +40,10 @@ from mrsched.emulator.processes import ProcessRunner
 from mrsched.emulator.runners import ModelRunner, TaskRunner
 
 log = logging.getLogger("mrsched.emulator")
+
+#: Threads renewing Leases and posting node status: each call waits on the API server, not on this process's
+#: CPU, so a few overlap them (the client's connection pool has room for them beside the pod watch and writes).
+HEARTBEAT_THREADS = 4
 Mode = Literal["model", "process"]
 T = TypeVar("T")
 
@@ -84,10 +91,14 @@ class Emulator:
     # --- lifecycle ----------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        # Heartbeats first: registering 1,000 nodes takes longer than the node-monitor grace, and the first
+        # registered would otherwise go NotReady before the last is up.
+        heartbeats = threading.Thread(target=self._heartbeat_loop, name="heartbeats", daemon=True)
+        heartbeats.start()
+        self._threads.append(heartbeats)
         for state in self.nodes.values():
             self._register(state)
         for target, name in (
-            (self._heartbeat_loop, "heartbeats"),
             (self._watch_loop, "pod-watch"),
             (self._load_loop, "load-average"),
             (self._run_loop, "kubelet"),
@@ -143,35 +154,51 @@ class Emulator:
                 raise
             # A node of ours from an earlier run: take it over with our labels.
             created = self.kube.patch_node(node.name, {"metadata": {"labels": node.labels}})
-        state.uid = created["metadata"]["uid"]
+        uid = created["metadata"]["uid"]
         self.kube.patch_node_status(node.name, node.status(ready=True))
         state.last_status = time.monotonic()
         try:
-            self.kube.create_lease(lease_object(node.name, state.uid, self.cfg.lease_duration_s))
+            self.kube.create_lease(lease_object(node.name, uid, self.cfg.lease_duration_s))
         except ApiException as err:
             if err.status != 409:
                 raise
             self.kube.renew_lease(node.name, now_micro())
+        state.renewed(time.monotonic())
+        state.uid = uid  # last: the heartbeat threads take the node from here on
 
     def _heartbeat_loop(self) -> None:
-        while not self._stop.wait(self.cfg.heartbeat_interval_s):
-            for state in list(self.nodes.values()):
-                if state.removed or not state.heartbeats:
-                    continue
-                try:
-                    self.kube.renew_lease(state.node.name, now_micro())
-                    if time.monotonic() - state.last_status >= self.cfg.node_status_interval_s:
-                        self.kube.patch_node_status(state.node.name, state.node.status(ready=True))
-                        state.last_status = time.monotonic()
-                except ApiException as err:
-                    if (
-                        err.status == 404
-                    ):  # someone deleted the Node or its Lease: register again, as a kubelet
-                        self._safely(partial(self._register, state))
-                    else:
-                        log.warning("heartbeat of %s failed: %s", state.node.name, err.reason)
-                except Exception as err:
-                    log.warning("heartbeat of %s failed: %s", state.node.name, err)
+        """Every ``heartbeat_interval_s`` from the start of the last sweep (not from its end, so a slow sweep
+        does not stretch the interval), renew every heartbeating node's Lease, and post its status when due."""
+        with ThreadPoolExecutor(HEARTBEAT_THREADS, thread_name_prefix="heartbeat") as pool:
+            began = time.monotonic()
+            while not self._stop.wait(max(0.0, began + self.cfg.heartbeat_interval_s - time.monotonic())):
+                began = time.monotonic()
+                # Nodes still registering (no uid yet) are left to their registration.
+                due = [s for s in list(self.nodes.values()) if s.uid and not s.removed and s.heartbeats]
+                list(pool.map(self._heartbeat, due))
+                took = time.monotonic() - began
+                if took > self.cfg.heartbeat_interval_s:
+                    log.warning(
+                        "renewing %d nodes' Leases took %.1f s (interval %.0f s)",
+                        len(due),
+                        took,
+                        self.cfg.heartbeat_interval_s,
+                    )
+
+    def _heartbeat(self, state: NodeState) -> None:
+        try:
+            self.kube.renew_lease(state.node.name, now_micro())
+            state.renewed(time.monotonic())
+            if time.monotonic() - state.last_status >= self.cfg.node_status_interval_s:
+                self.kube.patch_node_status(state.node.name, state.node.status(ready=True))
+                state.last_status = time.monotonic()
+        except ApiException as err:
+            if err.status == 404:  # someone deleted the Node or its Lease: register again, as a kubelet
+                self._safely(partial(self._register, state))
+            else:
+                log.warning("heartbeat of %s failed: %s", state.node.name, err.reason)
+        except Exception as err:
+            log.warning("heartbeat of %s failed: %s", state.node.name, err)
 
     def _safely(self, call: Callable[[], object]) -> None:
         try:
@@ -254,6 +281,7 @@ class Emulator:
     def set_heartbeats(self, name: str, enabled: bool) -> None:
         state = self.node_or_error(name)
         state.heartbeats = enabled
+        state.last_renewed = 0.0  # a gap chaos asked for is not the emulator's lateness
         if enabled:
             # Post the Ready status with the next heartbeat, as a kubelet does once it sees that the node
             # controller marked its node Unknown.
@@ -321,6 +349,7 @@ class Emulator:
                     "rack": state.node.rack,
                     "removed": state.removed,
                     "heartbeats": state.heartbeats,
+                    "heartbeatGapMaxS": round(state.max_renew_gap_s, 3),
                     "runningPods": self.kubelet.pods_on(state, running=True),
                     "pendingPods": self.kubelet.pods_on(state, running=False),
                     "faults": [
