@@ -74,7 +74,9 @@ def test_a_job_whose_pods_all_run_on_ready_nodes_has_no_timer() -> None:
 
 
 def test_anything_in_flight_is_read_every_round() -> None:
-    assert until([attempt(0, 0, "Pending")]) == NOW, "start and pending timeouts, kube-scheduler's verdicts"
+    assert until([attempt(0, 0, "Pending", node=None)]) == NOW, "kube-scheduler's verdicts"
+    assert until([attempt(0, 0, "Pending", reason="InvalidImageName")]) == NOW, "it fails the job"
+    assert until([attempt(0, 0, "Pending", node="gone")]) == NOW, "its node is gone"
     assert until([attempt(0, 0, "Running", node="gone")]) == NOW, "its node is gone"
     not_ready = {**WORKERS, "a": worker("a", ready=False)}
     assert until([attempt(0, 0, "Running")], workers=not_ready) == NOW, "the node-lost grace runs"
@@ -85,6 +87,40 @@ def test_anything_in_flight_is_read_every_round() -> None:
         attempt(0, 0, "Succeeded", "reduce"),
     ]
     assert until(every_task_done) == NOW, "its commit is due"
+
+
+def test_a_pod_bound_and_not_yet_running_is_read_again_when_its_start_grace_or_pending_timeout_is_due() -> (
+    None
+):
+    """Its kubelet's progress changes the pod, and so the job's key; only its timers make the clock matter."""
+    pending = attempt(0, 0, "Pending")
+    assert until([pending, attempt(1, 0, "Running")]) == pending.created + CONFIG.pending_timeout_s
+    pulling = attempt(0, 0, "Pending", reason="ImagePullBackOff")
+    assert until([pulling]) == pulling.created + CONFIG.pod_start_grace_s
+    not_ready = {**WORKERS, "a": worker("a", ready=False)}
+    assert until([pending], workers=not_ready) == NOW, "the node-lost grace runs"
+
+
+def test_a_job_not_started_is_held_until_it_or_a_worker_changes() -> None:
+    """Its round is its Unplaceable verdict (fit.unplaceable over every worker) and its status: nothing changes
+    them but its object and the workers."""
+    assert until([], phase="Pending") == math.inf
+    state = JobState.build(body(), [])
+    cache = JobCache()
+    cache.begin_round(WORKERS)
+    cache.put("uid-1", QuietJob(("1", ()), math.inf, body(), state, "Pending", True, reads_every_worker=True))
+    cache.begin_round(dict(WORKERS))
+    assert cache.get("uid-1", ("1", ()), NOW) is not None, "the same workers, as equal objects"
+    bigger = {
+        **WORKERS,
+        "b": NodeInfo(Node("b", 64, 8192), ready=True, schedulable=True, taints=(), labels={}),
+    }
+    cache.begin_round(bigger)
+    assert cache.get("uid-1", ("1", ()), NOW) is None and cache.misses == {"node": 1}
+    cache.begin_round(bigger)
+    assert cache.get("uid-1", ("1", ()), NOW) is not None
+    cache.begin_round({"a": WORKERS["a"]})
+    assert cache.get("uid-1", ("1", ()), NOW) is None, "a worker gone"
 
 
 def test_a_failed_task_backing_off_is_read_again_when_its_retry_is_due() -> None:

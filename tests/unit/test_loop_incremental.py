@@ -36,6 +36,7 @@ class MemoryApi:
         self.pods: dict[str, dict[str, Any]] = {}
         self.created: list[dict[str, Any]] = []
         self.status_patches = 0
+        self.created_at = T0  # the creationTimestamp given to the pods created
 
     def stamp(self, obj: dict[str, Any]) -> dict[str, Any]:
         obj["metadata"]["resourceVersion"] = str(next(self.versions))
@@ -75,7 +76,7 @@ class MemoryApi:
     def create_pod(self, pod: dict[str, Any]) -> bool:
         pod = copy.deepcopy(pod)
         pod["metadata"]["uid"] = f"pod-{pod['metadata']['name']}"
-        pod["metadata"]["creationTimestamp"] = rfc3339(T0)
+        pod["metadata"]["creationTimestamp"] = rfc3339(self.created_at)
         pod["status"] = {"phase": "Pending"}
         self.pods[pod["metadata"]["name"]] = self.stamp(pod)
         self.created.append(pod)
@@ -256,3 +257,31 @@ def test_a_node_going_not_ready_and_a_failed_tasks_retry_still_happen_on_time(
     clock[0] += loop.config.node_lost_grace_s + 1
     loop.round()
     assert not on_n1 & set(api.pods), "the attempts on the lost node were given up and deleted"
+
+
+def test_pods_waiting_at_their_kubelet_leave_their_job_quiet_until_the_pending_timeout_which_still_fires(
+    counted: dict[str, int],
+) -> None:
+    """A kubelet slow to start its pods (bench-scale's: minutes) changes nothing a round reads until a pod
+    changes or its pending timeout comes: the jobs are not read again meanwhile, and the timeout still gives the
+    pods up and places them again."""
+    clock = [T0 + 10]
+    api, loop = setup(clock)
+    for _ in range(6):  # placed, recorded, and read once more after its own status write: then quiet
+        counted["build"] = 0
+        clock[0] += 1
+        loop.round()
+        if api.created and counted["build"] == 0:
+            break
+    waiting = set(api.pods)
+    assert waiting and all(p["status"]["phase"] == "Pending" for p in api.pods.values())
+    assert counted["build"] == 0, "the waiting pods' jobs are taken from the cache"
+    created = len(api.created)
+    clock[0] = T0 + loop.config.pending_timeout_s + 1  # the pods were created at T0
+    api.created_at = clock[0]
+    loop.round()
+    assert not waiting & set(api.pods), "given up at the pending timeout"
+    for _ in range(3):
+        loop.round()
+    again = [p for p in api.created[created:] if p["metadata"]["labels"][ATTEMPT_LABEL] == "1"]
+    assert len(again) == len(waiting) == len(api.pods), "and placed again, once"

@@ -26,7 +26,7 @@ from mrsched.operator import fit
 from mrsched.operator import snapshot as snap
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobstate import JobState
-from mrsched.operator.pods import PodAttempt, parse_time
+from mrsched.operator.pods import FATAL_WAITING, TRANSIENT_WAITING, PodAttempt, parse_time
 from mrsched.operator.status import IDLE_RESOLUTION_S
 
 #: A node as a job's round sees it: None when gone, else (Ready, rack).
@@ -46,6 +46,8 @@ class QuietJob:
     refusing: frozenset[str] = frozenset()
     #: the nodes its attempts ran on, as they were (node_state): a change there changes its round
     nodes: dict[str, NodeState] = field(default_factory=dict)
+    #: a job not started: its round reads every worker (fit.unplaceable), so any change to one changes it
+    reads_every_worker: bool = False
 
 
 def node_state(info: snap.NodeInfo | None) -> NodeState:
@@ -68,6 +70,9 @@ class JobCache:
     #: each worker's state at the last :meth:`begin_round`, and the names of those that changed at it
     _node_states: dict[str, NodeState] = field(default_factory=dict)
     _changed: set[str] = field(default_factory=set)
+    #: the workers at the last :meth:`begin_round`, and whether any of them (any field) differed from the round before
+    _workers: dict[str, snap.NodeInfo] = field(default_factory=dict)
+    _workers_changed: bool = True
 
     #: why the jobs asked for this round were not taken from the cache (what a round read again, and why):
     #: "new" (not held: first seen, or touched), "job" (its object changed), "pods" (one of its pods did),
@@ -84,6 +89,9 @@ class JobCache:
         self._changed = {name for name, now in states.items() if old.get(name) != now}
         self._changed.update(name for name, was in old.items() if was is not None and name not in states)
         self._node_states = states
+        # NodeInfo compares by value (an unchanged node's is often the same object): a few ms for 1,000 workers.
+        self._workers_changed = workers != self._workers
+        self._workers = dict(workers)
         self.misses = Counter()
 
     def get(self, uid: str, key: tuple[Hashable, Hashable], now: float) -> QuietJob | None:
@@ -97,7 +105,9 @@ class JobCache:
             why = "job" if held.key[0] != key[0] else "pods"
         elif now >= held.until:
             why = "timer"
-        elif self._changed and not self._changed.isdisjoint(held.nodes):
+        elif (self._changed and not self._changed.isdisjoint(held.nodes)) or (
+            held.reads_every_worker and self._workers_changed
+        ):
             why = "node"
         if why is not None:
             self.misses[why] += 1
@@ -130,8 +140,14 @@ def quiet_until(
     has_pods: bool,
 ) -> float:
     """Until when the job's round would change nothing but what its key tracks: ``now`` when it must be
-    reconciled every round (a pod not yet running, a node not Ready, a job starting, being deleted or
-    committing), else the first of its timers, ``inf`` when it has none."""
+    reconciled every round (a pod not yet bound, a node not Ready, a job being deleted or committing), else the
+    first of its timers, ``inf`` when it has none.
+
+    A pod bound to a Ready node and not yet running changes the job's round only through the pod itself (its
+    status, which changes the key) or through its timers: the pending timeout, or the start grace while the
+    kubelet cannot pull its image (reconcile). A job not started (phase Pending, no attempt) depends on its
+    object and on the workers only (``fit.unplaceable``): held while none of them changes
+    (:attr:`QuietJob.reads_every_worker`)."""
     if state.deleting:
         return now
     if phase in ("Succeeded", "Failed"):
@@ -144,6 +160,8 @@ def quiet_until(
         if has_pods:  # finished pods are pruned finishedPodTTLSeconds after the job ends (tracking.prunable)
             until = min(until, done + config.finished_pod_ttl_s)
         return until
+    if phase == "Pending" and not any(task.attempts for task in state.every_task()):
+        return math.inf
     if phase != "Running" or state.needs_commit():
         return now
     until = math.inf
@@ -156,13 +174,23 @@ def quiet_until(
                 until = min(until, refused_until)
         live = task.live
         for attempt in live:
-            if attempt.phase != "Running" or attempt.node is None:
-                return now  # start and pending timeouts, kube-scheduler's verdicts, lost pods
+            if attempt.node is None or attempt.phase not in ("Running", "Pending"):
+                return now  # kube-scheduler's verdicts, a pod whose node lost touch (Unknown)
             info = workers.get(attempt.node)
             if info is None or not info.ready:
                 return now  # the node-lost grace runs
             maps_running = maps_running or task.kind == "map"
             reduces_early = reduces_early or task.kind == "reduce"
+            if attempt.phase == "Pending":
+                if attempt.reason in FATAL_WAITING:
+                    return now  # fails the job this round
+                if attempt.started is None:  # reconcile's start grace and pending timeout
+                    wait = (
+                        config.pod_start_grace_s
+                        if attempt.reason in TRANSIENT_WAITING
+                        else config.pending_timeout_s
+                    )
+                    until = min(until, attempt.created + wait)
         if not task.succeeded and not live and task.attempts:
             retry = task.retry_at(*backoff)
             if retry > now:

@@ -136,7 +136,10 @@ class JobPass:
             until = quiet_until(state, phase, now, self.config, workers, bool(groups.get(uid, ((), []))[1]))
             refusing = refusals(out.attempts[uid], now, self.config)
             nodes = nodes_of(state, workers)
-            self.cache.put(uid, QuietJob(keys[uid], until, body, state, phase, active, refusing, nodes))
+            started = phase != "Pending" or any(task.attempts for task in state.every_task())
+            self.cache.put(
+                uid, QuietJob(keys[uid], until, body, state, phase, active, refusing, nodes, not started)
+            )
         out.present = {body["metadata"]["uid"] for body in bodies}
         self.cache.forget(out.present)
         out.departed = {uid for uid in groups if uid not in out.present} | {
