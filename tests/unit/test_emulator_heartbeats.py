@@ -91,7 +91,8 @@ def test_leases_are_renewed_by_overlapping_calls_and_each_nodes_longest_gap_is_k
         if name != silent:
             assert fake.renewals[name] >= 3
             assert state.max_renew_gap_s > 0, "the gap between two renewals is measured"
-    # Shown by the control endpoint, where bench-scale reads it.
-    shown = {n["name"]: n["heartbeatGapMaxS"] for n in emu.describe()}
+    # Shown by the control endpoint (GET /heartbeat-gaps, read by bench-scale, and in GET /nodes).
+    shown = emu.heartbeat_gaps()
+    assert shown == {n["name"]: n["heartbeatGapMaxS"] for n in emu.describe()}
     assert shown[silent] == 0.0
     assert all(gap > 0 for name, gap in shown.items() if name != silent)

@@ -42,6 +42,10 @@ class EmulatorClient:
         with urllib.request.urlopen(self.url + "/metrics", timeout=self.timeout_s) as resp:
             return str(resp.read().decode())
 
+    def heartbeat_gaps(self) -> dict[str, float]:
+        result: dict[str, float] = self._call("GET", "/heartbeat-gaps")
+        return result
+
     def set_heartbeats(self, node: str, enabled: bool) -> None:
         self._call("POST", f"/nodes/{node}/heartbeats", {"enabled": enabled})
 

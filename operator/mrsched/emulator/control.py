@@ -3,6 +3,7 @@
     GET    /metrics                          node_exporter-style series of every emulated node
     GET    /healthz                          200 once the nodes are registered
     GET    /nodes                            names, classes, heartbeats, running pods, injected faults
+    GET    /heartbeat-gaps                   each live node's longest time between two Lease renewals (s)
     POST   /nodes/<node>/heartbeats          {"enabled": false}: stop renewing the Lease (node goes NotReady)
     POST   /nodes/<node>/shutdown            {"graceS": 5}: graceful node shutdown: its pods ended within graceS and
                                               marked disrupted (DisruptionTarget), none admitted, then NotReady
@@ -67,6 +68,8 @@ class ControlServer:
                 lambda: (200 if self.ready.is_set() else 503, {"ready": self.ready.is_set()}),
             ),
             ("GET", r"/nodes", lambda: (200, emu.call(emu.describe))),
+            # Not through the kubelet's loop thread: a benchmark asks while that thread has a backlog.
+            ("GET", r"/heartbeat-gaps", lambda: (200, emu.heartbeat_gaps())),
             ("POST", r"/nodes/([^/]+)/heartbeats", lambda n: self._heartbeats(n, body)),
             ("POST", r"/nodes/([^/]+)/shutdown", lambda n: self._shut_down(n, body)),
             (

@@ -335,6 +335,11 @@ class Emulator:
         self.kubelet.failing_images.fail(image, for_s, now)
         return self.kubelet.failing_images.describe(now)
 
+    def heartbeat_gaps(self) -> dict[str, float]:
+        """Each live node's longest time between two Lease renewals: read from any thread (the heartbeat
+        threads write them, one float each)."""
+        return {n: round(s.max_renew_gap_s, 3) for n, s in list(self.nodes.items()) if not s.removed}
+
     def describe(self) -> list[dict[str, Any]]:
         """What the control endpoint shows: names, classes, heartbeats, running pods and pods waiting for their
         images (no hidden physics)."""
