@@ -80,7 +80,7 @@ NODE_CLASS = "large"
 HEARTBEAT_S = 10.0  # the kubelet's Lease renew interval
 # The node-monitor grace (Kubernetes' default: 50 s), lengthened here: the 1,000 emulated kubelets are one
 # process on the two cores that also run the API server, kube-scheduler and the loop, and while 10,000 pods are
-# created their Lease renewals fell up to 126 s behind (four renewing threads; measured, printed per run). With
+# created their Lease renewals fell 77-172 s behind (four renewing threads; measured, printed per run). With
 # the default grace most nodes went NotReady and their pods were evicted: the run then measured the emulator,
 # not the scheduler. A real kubelet has its node's CPU to itself.
 NODE_GRACE_S = 600.0

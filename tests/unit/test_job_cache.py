@@ -1,6 +1,7 @@
 """Quiet jobs (jobcache): a job is taken from the cache only while its key holds and none of its timers is due;
-each timer the round depends on makes the job read again when it comes, and anything in flight (a pod not
-running, a node not Ready) keeps it read every round."""
+each timer the round depends on makes the job read again when it comes (a pod waiting at its kubelet: its start
+grace or pending timeout), and what cannot wait (a pod not yet bound, a node not Ready) keeps it read every
+round; a job not started is read again when any worker changes."""
 
 from __future__ import annotations
 

@@ -44,6 +44,7 @@ log = logging.getLogger("mrsched.emulator")
 #: Threads renewing Leases and posting node status: each call waits on the API server, not on this process's
 #: CPU, so a few overlap them (the client's connection pool has room for them beside the pod watch and writes).
 HEARTBEAT_THREADS = 4
+
 Mode = Literal["model", "process"]
 T = TypeVar("T")
 

@@ -5,7 +5,8 @@ reconciled them, so that a round costs what changed, not what exists (an idle ro
 A job's round is a function of its object, its pods, the worker nodes its attempts ran on and the clock. The
 first two are the job's key: its resourceVersion and its pods' group version (watchcache.WatchedList.groups);
 the nodes are checked one by one (each still there, as Ready as it was, on the same rack): a node going NotReady
-makes the jobs with attempts there read again, not all jobs. The clock matters only through timers, each
+makes the jobs with attempts there read again, not all jobs; a job not started yet reads every worker
+(its Unplaceable verdict), so any worker's change makes it read again. The clock matters only through timers, each
 known when the job is reconciled (:func:`quiet_until`): a pending pod's start and pending timeouts, a NotReady
 node's grace, a failed task's retry delay, the reduce-idle counter's resolution, a refusing node's cooldown,
 finished pods' and the job's own TTL. A job is taken from the cache while its key is unchanged and no timer is
@@ -76,7 +77,8 @@ class JobCache:
 
     #: why the jobs asked for this round were not taken from the cache (what a round read again, and why):
     #: "new" (not held: first seen, or touched), "job" (its object changed), "pods" (one of its pods did),
-    #: "timer" (one of its timers is due), "node" (a node its attempts ran on changed state)
+    #: "timer" (one of its timers is due), "node" (a node its attempts ran on changed state, or, for a job not
+    #: started, any worker changed)
     misses: Counter[str] = field(default_factory=Counter)
 
     def begin_round(self, workers: dict[str, snap.NodeInfo]) -> None:
@@ -131,6 +133,11 @@ class JobCache:
         return len(self._jobs)
 
 
+def not_started(state: JobState, phase: str) -> bool:
+    """Phase Pending and no attempt yet: the job's round reads only its object and every worker."""
+    return phase == "Pending" and not any(task.attempts for task in state.every_task())
+
+
 def quiet_until(
     state: JobState,
     phase: str,
@@ -160,7 +167,7 @@ def quiet_until(
         if has_pods:  # finished pods are pruned finishedPodTTLSeconds after the job ends (tracking.prunable)
             until = min(until, done + config.finished_pod_ttl_s)
         return until
-    if phase == "Pending" and not any(task.attempts for task in state.every_task()):
+    if not_started(state, phase):
         return math.inf
     if phase != "Running" or state.needs_commit():
         return now

@@ -20,7 +20,7 @@ from typing import Any
 from mrsched.operator import jobpolicy
 from mrsched.operator import snapshot as snap
 from mrsched.operator.config import OperatorConfig
-from mrsched.operator.jobcache import JobCache, QuietJob, nodes_of, quiet_until, refusals
+from mrsched.operator.jobcache import JobCache, QuietJob, nodes_of, not_started, quiet_until, refusals
 from mrsched.operator.jobspec import InvalidSpec
 from mrsched.operator.jobstate import JobState
 from mrsched.operator.kubeapi import ClusterApi
@@ -136,9 +136,9 @@ class JobPass:
             until = quiet_until(state, phase, now, self.config, workers, bool(groups.get(uid, ((), []))[1]))
             refusing = refusals(out.attempts[uid], now, self.config)
             nodes = nodes_of(state, workers)
-            started = phase != "Pending" or any(task.attempts for task in state.every_task())
+            waiting = not_started(state, phase)
             self.cache.put(
-                uid, QuietJob(keys[uid], until, body, state, phase, active, refusing, nodes, not started)
+                uid, QuietJob(keys[uid], until, body, state, phase, active, refusing, nodes, waiting)
             )
         out.present = {body["metadata"]["uid"] for body in bodies}
         self.cache.forget(out.present)
