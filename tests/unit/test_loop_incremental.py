@@ -285,3 +285,83 @@ def test_pods_waiting_at_their_kubelet_leave_their_job_quiet_until_the_pending_t
         loop.round()
     again = [p for p in api.created[created:] if p["metadata"]["labels"][ATTEMPT_LABEL] == "1"]
     assert len(again) == len(waiting) == len(api.pods), "and placed again, once"
+
+
+def policy_setup(clock: list[float], policy: str) -> tuple[MemoryApi, SchedulingLoop]:
+    api, _ = setup(clock)
+    config = OperatorConfig(policy=policy, probe_nodes="never", namespaces=("ns",), health_monitor=False)
+    return api, SchedulingLoop(cast(ClusterApi, api), config, clock=lambda: clock[0])
+
+
+@pytest.mark.parametrize("policy", ["fifo", "fair", "dara", "diagnosis"])
+def test_a_policy_with_no_task_to_start_skips_rounds_in_which_nothing_changed_and_any_change_asks_it_again(
+    policy: str,
+) -> None:
+    clock = [T0 + 10]
+    api, loop = policy_setup(clock, policy)
+    settle(api, loop)
+    asked = {"rounds": 0}
+    real = loop.policy(policy).schedule_round
+
+    def counting(*args: Any) -> Any:
+        asked["rounds"] += 1
+        return real(*args)
+
+    loop.policy(policy).schedule_round = counting  # type: ignore[method-assign]
+    for _ in range(3):
+        clock[0] += 1
+        stats = loop.round()
+    assert stats.skipped == [policy] and asked["rounds"] == 0, "every task runs, nothing changed: skipped"
+
+    # A node changes (a new label: a new reading of it): the policy is asked again, once.
+    api.nodes["n2"]["metadata"]["labels"]["extra"] = "x"
+    api.stamp(api.nodes["n2"])
+    assert loop.round().skipped == [] and asked["rounds"] == 1
+    assert loop.round().skipped == [policy]
+
+    # A map succeeds: its job is read, the outcome learnt, and the policy asked (its reduce may now start).
+    a_map = next(n for n, p in api.pods.items() if p["metadata"]["labels"][JOB_UID_LABEL] == "uid-a")
+    api.run_pod(a_map, "Succeeded", at=clock[0])
+    assert loop.round().skipped == [] and asked["rounds"] == 2
+
+    # A new job: asked, and its maps placed.
+    settle(api, loop)
+    assert loop.round().skipped == [policy]
+    api.jobs["c"] = api.stamp(job("c", maps=1))
+    stats = loop.round()
+    assert stats.skipped == [] and stats.created >= 1, stats
+
+
+def test_a_policy_that_adapts_on_every_heartbeat_is_asked_every_round() -> None:
+    clock = [T0 + 10]
+    api, loop = policy_setup(clock, "adaptive-slots")
+    settle(api, loop)
+    for _ in range(3):
+        clock[0] += 1
+        assert loop.round().skipped == []
+
+
+def test_dara_learns_the_same_from_a_map_whether_or_not_the_quiet_rounds_before_its_end_were_asked() -> None:
+    """The skipped rounds only postpone the per-node ∫ containers dt to the next round's advance (dara.py
+    ``skips_quiet_rounds``): the observation a finished map yields, its mix, is the same."""
+    learnt = []
+    for skipping in (True, False):
+        clock = [T0 + 10]
+        api, loop = policy_setup(clock, "dara")
+        if not skipping:
+            loop._quiet.skip = lambda *args: False  # type: ignore[method-assign]
+        settle(api, loop)
+        skipped = 0
+        for _ in range(5):
+            clock[0] += 7
+            skipped += len(loop.round().skipped)
+        assert skipped == (5 if skipping else 0)
+        a_map = next(n for n, p in api.pods.items() if p["metadata"]["labels"][JOB_UID_LABEL] == "uid-a")
+        api.run_pod(a_map, "Succeeded", at=clock[0] + 3)  # learnt at the next round, as the loop hears of it
+        clock[0] += 7
+        loop.round()
+        dara = loop.policy("dara")
+        assert dara.observations, "the map's outcome was learnt"  # type: ignore[attr-defined]
+        learnt.append(dara.observations[-1])  # type: ignore[attr-defined]
+    assert learnt[0].duration_s == learnt[1].duration_s
+    assert learnt[0].mix == pytest.approx(learnt[1].mix)

@@ -50,6 +50,13 @@ class Policy(ABC):
     #: The policy reads ``ClusterSnapshot.metrics`` (live node metrics, :mod:`mrsched.core.metrics`): the
     #: simulator models them (with the scrape lag of a Prometheus) only for such policies.
     needs_metrics: ClassVar[bool] = False
+    #: A round in which no job has a task to start, and nothing changed since the policy's last round but the
+    #: clock, changes nothing this policy decides later beyond time-keeping that the next round catches up
+    #: (sums of rate x elapsed time, exact in real arithmetic): the operator, whose rounds come at no fixed
+    #: times, skips such rounds for it (``SchedulingLoop._place``). A policy that adapts on every heartbeat
+    #: (slot counts, classifiers, metrics) keeps the default, False. The simulator does not use it: its
+    #: heartbeats are the trace's clock, and a skipped round would move floating-point sums (see :meth:`idle`).
+    skips_quiet_rounds: ClassVar[bool] = False
 
     def __init__(
         self, config: PolicyConfig | None = None, *, seed: int = 0, truth: TruePhysics | None = None

@@ -175,12 +175,17 @@ def quiet_until(
     backoff = (config.backoff_base_s, config.backoff_max_s)
     maps_running = False
     reduces_early = False
+    # One pass over each task's attempts: this runs for every job read, and a placing round reads most of them.
     for task in state.every_task():
+        live = False
         for attempt in task.attempts:
-            if (refused_until := _refusal_until(attempt, config)) > now:
-                until = min(until, refused_until)
-        live = task.live
-        for attempt in live:
+            if attempt.phase == "Failed":
+                if (refused_until := _refusal_until(attempt, config)) > now:
+                    until = min(until, refused_until)
+                continue
+            if not attempt.live:
+                continue
+            live = True
             if attempt.node is None or attempt.phase not in ("Running", "Pending"):
                 return now  # kube-scheduler's verdicts, a pod whose node lost touch (Unknown)
             info = workers.get(attempt.node)
@@ -198,7 +203,7 @@ def quiet_until(
                         else config.pending_timeout_s
                     )
                     until = min(until, attempt.created + wait)
-        if not task.succeeded and not live and task.attempts:
+        if not live and task.attempts and not task.succeeded:
             retry = task.retry_at(*backoff)
             if retry > now:
                 until = min(until, retry)  # backing off: schedulable again then (on_task_requeued)

@@ -27,7 +27,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from mrsched.core.model import Explanation, Job, Node, Placement
+from mrsched.core.model import Explanation, Job, Placement
 from mrsched.core.policy import Policy, registered
 from mrsched.operator import jobpolicy, tracking
 from mrsched.operator import snapshot as snap
@@ -45,6 +45,7 @@ from mrsched.operator.pods import parse_time, read_attempt, task_pod
 from mrsched.operator.podwrites import PodWrites
 from mrsched.operator.probes import ProbeRunner
 from mrsched.operator.profiles import ProfileStore
+from mrsched.operator.quiet import PolicyNodes, QuietRounds
 from mrsched.operator.reconcile import JobReconciler
 from mrsched.operator.roundstats import RoundStats
 from mrsched.operator.watchcache import Memo
@@ -96,7 +97,12 @@ class SchedulingLoop:
         self.reconciler = JobReconciler(api, config, self.metrics)
         self.learning = LearningFeed(self.policy, config, self.metrics, self.health)
         self.pod_writes = PodWrites(
-            api, self.metrics, self._pool, self.reconciler.job_error, self.reconciler.refuse
+            api,
+            self.metrics,
+            self._pool,
+            self.reconciler.job_error,
+            self.reconciler.refuse,
+            config.create_workers,
         )
         self.live_metrics = LiveMetrics(api, self.metrics, node_metrics)
         self._profiles_loaded = False
@@ -111,6 +117,8 @@ class SchedulingLoop:
         self._requested_at: tuple[Hashable | None, dict[str, Any]] = (None, {})
         # The snapshots' running attempts, made again only for the jobs read again.
         self._live = snap.LiveAttempts()
+        self._nodes = PolicyNodes()
+        self._quiet = QuietRounds()
 
     # running ----------------------------------------------------------------------------------------------
 
@@ -199,7 +207,7 @@ class SchedulingLoop:
             if tainted:
                 canaries = self.canaries.due(tainted, busy_nodes(self.api.list_task_pods()), now)
             usable = {name: info for name, info in usable.items() if name not in tainted or name in canaries}
-        self._place(active, usable, now, stats, canaries)
+        self._place(active, usable, now, stats, canaries, jobs.recorded)
         self._save_profiles(workers)
         stats.seconds = time.monotonic() - started
         self.metrics.loop_seconds.observe(stats.seconds)
@@ -268,7 +276,11 @@ class SchedulingLoop:
         now: float,
         stats: RoundStats,
         canaries: AbstractSet[str] = frozenset(),
+        jobs_read: AbstractSet[str] = frozenset(),
     ) -> None:
+        """Ask each policy in use for placements, and create their pods. ``jobs_read``: the uids of the jobs read
+        again this round (JobsRead.recorded); a policy none of whose jobs changed, with no task to start, may
+        skip the round (quiet.QuietRounds)."""
         # Read every round, jobs or not: the gauges tell operators whether placement could see the nodes.
         live_metrics = self.live_metrics.read(sorted(usable))
         if not active:
@@ -281,12 +293,7 @@ class SchedulingLoop:
         states = {state.spec.uid: state for _, state in active}
         used = dict(self._requested()) if usable else {}  # _fits adds this round's placements to it
         creations: list[dict[str, Any]] = []
-        nodes: dict[str, Node] = {
-            name: replace(
-                info.node, probe=self.profiles.capability(name), slowdown=self.health.slowdown(name)
-            )
-            for name, info in usable.items()
-        }
+        nodes = self._nodes.of(usable, self.profiles.capability, self.health.slowdown)
         for name in canaries:  # one map, no reduce: a canary only measures the node (operator/canary.py)
             nodes[name] = replace(nodes[name], map_slots=1, reduce_slots=0)
         canaried: set[str] = set()
@@ -294,6 +301,11 @@ class SchedulingLoop:
             jobs = by_policy[name]
             if name == KUBE_DEFAULT:
                 creations += self._unbound(jobs)
+                continue
+            policy = self.policy(name)
+            if self._quiet.skip(name, policy, jobs, nodes, jobs_read, canaries):
+                stats.placed[name] = 0
+                stats.skipped.append(name)
                 continue
             self._version += 1_000_000  # strictly increasing across rounds: policies cache on (id, version)
             snapshot = snap.build(
@@ -307,7 +319,6 @@ class SchedulingLoop:
             )
             snap.reserve_others(snapshot, used)  # other tenants' pods, other policies' and commits
             t0 = time.perf_counter()
-            policy = self.policy(name)
             placements = policy.schedule_round(snapshot, sorted(nodes))
             # The core Jobs now say these tasks run (ClusterSnapshot.commit): derived again next round,
             # whether or not their pods are created.

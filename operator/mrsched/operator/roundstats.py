@@ -17,3 +17,5 @@ class RoundStats:
     read_why: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0  # the round's duration (mrsched_loop_seconds)
     placed: dict[str, int] = field(default_factory=dict)  # policy -> placements it returned
+    #: policies whose round was skipped: no task to start and nothing changed since their last (quiet.py)
+    skipped: list[str] = field(default_factory=list)

@@ -368,6 +368,11 @@ class _NodeClock:
 class Dara(SlotPolicy):
     name = "dara"
     Config = DaraConfig
+    #: A skipped round leaves each node's ∫ containers dt (:class:`_NodeClock`) to the next round's advance, the
+    #: same sum in one step; the counts it re-reads from the snapshot change meanwhile only by finished maps
+    #: (``on_task_finished`` counts them down) or lost ones (pending: not a quiet round). Refits and x* wait for
+    #: a round only when an outcome arrived, and an outcome's job is read again: not a quiet round either.
+    skips_quiet_rounds = True
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)

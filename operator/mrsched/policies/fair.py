@@ -194,6 +194,9 @@ class _Pool:
 class Fair(SlotPolicy):
     name = "fair"
     Config = FairConfig
+    #: A skipped round only lengthens the next ``since`` of updateLocalityWaitTimes (:meth:`_begin_heartbeat`),
+    #: as a late heartbeat would; with no task to start, no job waits on locality meanwhile.
+    skips_quiet_rounds = True
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)

@@ -56,6 +56,7 @@ class FifoConfig(PolicyConfig):
 class Fifo(SlotPolicy):
     name = "fifo"
     Config = FifoConfig
+    skips_quiet_rounds = True  # no state of its own but the map indexes, which only placements change
 
     def idle(self, snapshot: ClusterSnapshot) -> bool:
         """Every map and every startable reduce runs or is done: a light trace's usual heartbeat."""
