@@ -153,14 +153,17 @@ def core_job(state: JobState, now: float, backoff: tuple[float, float], existing
     job = existing if existing is not None else _new_job(state)
     running = {"map": 0, "reduce": 0}
     maps_changed = existing is None
+    tasks = state.tasks
     for task in (*job.maps, *job.reduces):
-        ts = state.tasks[(task.kind, task.index)]
-        live = not ts.succeeded and bool(ts.live)
+        ts = tasks[(task.kind, task.index)]
+        succeeded = ts.succeeded  # each a pass over the attempts: once per task (every job read, every round)
+        live = not succeeded and any(a.live for a in ts.attempts)
         task.attempts = len(ts.attempts)
         task.running = live
-        maps_changed = maps_changed or (task.kind == "map" and task.done != ts.succeeded)
-        task.done = ts.succeeded
-        task.backing_off = not ts.succeeded and not live and ts.retry_at(*backoff) > now
+        maps_changed = maps_changed or (task.kind == "map" and task.done != succeeded)
+        task.done = succeeded
+        # retry_at is 0 without an attempt's pod (a failure known only from the record retries at once)
+        task.backing_off = not succeeded and not live and bool(ts.attempts) and ts.retry_at(*backoff) > now
         running[task.kind] += live
     job.running_maps, job.running_reduces = running["map"], running["reduce"]
     job.finished_maps = sum(t.done for t in job.maps)
