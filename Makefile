@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-workers bench-operator bench-scale bench-live calibrate cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-workers bench-operator bench-scale bench-loop bench-live calibrate cluster-up cluster-down lock clean manifests
 
 all: test
 
@@ -102,6 +102,9 @@ bench-operator: deps venv binaries  ## the operator's pods placed/s and round la
 
 bench-scale: deps venv binaries  ## the operator at 1,000 nodes and 10,000 task pods (watch caches) against the real kube-scheduler on the same apiserver, into bench/results/operator-scale.txt
 	$(PY) bench/operator_scale.py --idle-rounds 10 --out bench/results/operator-scale.txt
+
+bench-loop: venv  ## the scheduling loop's own CPU per pod and idle round over an in-memory API (1,000 nodes, 10,000 pods), into bench/results/loop-cpu.txt
+	$(PY) bench/loop_cpu.py --out bench/results/loop-cpu.txt
 
 cluster-up: deps venv binaries  ## a local cluster for kubectl: prints KUBECONFIG and the Prometheus URL
 	$(BIN)/mrsched cluster up

@@ -313,6 +313,11 @@ def test_a_policy_with_no_task_to_start_skips_rounds_in_which_nothing_changed_an
         stats = loop.round()
     assert stats.skipped == [policy] and asked["rounds"] == 0, "every task runs, nothing changed: skipped"
 
+    # A kubelet's status heartbeat (a new Node object, the same node by value) changes nothing it reads.
+    api.nodes["n1"]["status"]["conditions"][0]["lastHeartbeatTime"] = rfc3339(clock[0])
+    api.stamp(api.nodes["n1"])
+    assert loop.round().skipped == [policy] and asked["rounds"] == 0
+
     # A node changes (a new label: a new reading of it): the policy is asked again, once.
     api.nodes["n2"]["metadata"]["labels"]["extra"] = "x"
     api.stamp(api.nodes["n2"])
