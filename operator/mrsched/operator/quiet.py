@@ -43,16 +43,10 @@ class PolicyNodes:
         for name, info in usable.items():
             probe, slow = capability(name), slowdown(name)
             held = made.get(name)
-            if (
-                held is None
-                or held[1] != probe
-                or held[2] != slow
-                or (held[0] is not info and held[0] != info)
-            ):
+            same = held is not None and held[1] == probe and held[2] == slow
+            if held is None or not same or (held[0] is not info and held[0] != info):
                 held = (info, probe, slow, replace(info.node, probe=probe, slowdown=slow))
-            elif (
-                held[0] is not info
-            ):  # a new reading, equal by value (a kubelet's status heartbeat): same Node
+            else:  # the same, or a new reading equal by value (a kubelet's status heartbeat): the same Node
                 held = (info, probe, slow, held[3])
             made[name] = held
             out[name] = held[3]
