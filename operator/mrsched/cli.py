@@ -175,6 +175,7 @@ def _simulate(args: argparse.Namespace) -> int:
         load_state=loaded,
         saved_state=saved,
         mode=args.mode,
+        workers=args.jobs,
     )
     out = args.out or Path("results") / summary["mode"] / scenario.name
     write_report(summary, first, out)
@@ -395,6 +396,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("slots", "requests"),
         help="tasks per node: slots (the scenario's fixed Hadoop slots, as the papers ran) or requests "
         "(Kubernetes: pods while their requests fit the node); default: the scenario's (cluster.concurrency)",
+    )
+    simulate.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="runs (policy x seed) at once, each in its own process; results are the same as one at a time "
+        "(default: all cores)",
     )
     simulate.add_argument("--out", type=Path, help="output directory (default: results/<scenario>)")
     simulate.add_argument(

@@ -152,3 +152,16 @@ def test_h_sweep_scenarios_load(r: int) -> None:
     )
     assert {"fifo", "fair", "kube-default", "throughput", "greedy-informed"} <= set(scenario.policies)
     assert scenario.options_for("throughput:known") is not None
+
+
+def test_a_sweep_in_two_processes_gives_the_serial_sweeps_results_byte_for_byte(tmp_path: Path) -> None:
+    """``mrsched simulate --jobs 2``: each run (policy x seed) in its own process, gathered in the serial order."""
+    scenario = _scenario(tmp_path)
+    outputs = []
+    for workers in (1, 2):
+        saved: dict[str, Any] = {}
+        lines: list[str] = []
+        summary, first = run_scenario(scenario, saved_state=saved, progress=lines.append, workers=workers)
+        assert len(lines) == len(SMALL["policies"]) * len(SMALL["seeds"]), "one progress line per run"
+        outputs.append((json.dumps(summary, indent=1), json.dumps(saved, indent=1), sorted(first)))
+    assert outputs[0] == outputs[1]

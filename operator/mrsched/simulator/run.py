@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+import multiprocessing
 import statistics
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from typing import Any
 
 from mrsched.core.catalog import expand_layout
@@ -187,6 +190,70 @@ def _physics_label(scenario: Scenario) -> dict[str, Any]:
     return label
 
 
+@dataclass(frozen=True)
+class _Run:
+    """One policy entry on one seed: what a worker process needs to run it (all picklable)."""
+
+    scenario: Scenario
+    name: str
+    seed: int
+    mode: PlacementMode
+    load_state: dict[str, Any] | None
+    with_bound: bool  # the seed's first entry also computes the seed's lower bound
+    with_state: bool  # return the policy's learned state after the run
+
+
+@dataclass(frozen=True)
+class _RunOutput:
+    result: SimulationResult
+    bound: dict[str, float] | None
+    state: dict[str, Any] | None
+    seconds: float
+
+
+def _run_one(run: _Run) -> _RunOutput:
+    started = time.monotonic()
+    scenario, name, seed = run.scenario, run.name, run.seed
+    nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]  # input replicas go here
+    jobs = build_jobs(scenario, nodes, seed)
+    bound, state = None, None
+    if run.mode == "yarn":
+        yarn = build_yarn_simulation(scenario, name, seed, jobs)
+        if run.with_bound:  # the bound is the physics', whatever runs the jobs
+            bound = lower_bound(Simulation(scenario.cluster, jobs, make_policy("fifo")), jobs)
+        result = yarn.run(name)
+    else:
+        sim = build_simulation(scenario, name, seed, jobs, mode=run.mode, load_state=run.load_state)
+        if run.with_bound:
+            bound = lower_bound(sim, jobs)  # before the run: it needs the jobs untouched
+        result = sim.run()
+        if run.with_state:
+            state = sim.policy.state()
+    return _RunOutput(result, bound, state, time.monotonic() - started)
+
+
+def _run_all(runs: list[_Run], workers: int, report: Callable[[_Run, _RunOutput], None]) -> list[_RunOutput]:
+    """Each run's output, in the order of ``runs``: here one after the other, or in ``workers`` processes."""
+    if workers <= 1 or len(runs) <= 1:
+        outputs = []
+        for run in runs:
+            outputs.append(_run_one(run))
+            report(run, outputs[-1])
+        return outputs
+    # forkserver: each worker forks from a server that imported the simulator once (cheaper than spawn's import
+    # per worker), not from this process, whose other threads (a test's, an operator's) may hold locks.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    with ProcessPoolExecutor(max_workers=min(workers, len(runs)), mp_context=context) as pool:
+        futures = {pool.submit(_run_one, run): i for i, run in enumerate(runs)}
+        done: dict[int, _RunOutput] = {}
+        for future in as_completed(futures):
+            i = futures[future]
+            done[i] = future.result()
+            report(runs[i], done[i])
+    return [done[i] for i in range(len(runs))]
+
+
 def run_scenario(
     scenario: Scenario,
     policies: list[str] | None = None,
@@ -196,9 +263,12 @@ def run_scenario(
     load_state: dict[str, Any] | None = None,
     saved_state: dict[str, Any] | None = None,
     mode: PlacementMode | None = None,
+    workers: int = 1,
 ) -> tuple[dict[str, Any], dict[str, SimulationResult]]:
     """Every policy on every seed (identical workload per seed), and the lower bound: the summary that
-    results.json holds, and each policy's first-seed result (for plots).
+    results.json holds, and each policy's first-seed result (for plots). ``workers`` > 1 runs them in that
+    many processes at once; each run is independent of the others (its own jobs, policy and random streams),
+    so the summary is the same as a serial run's.
 
     Learned state (``policy.state()``, e.g. ThroughputScheduler's posteriors) as the operator keeps it across
     restarts: ``load_state`` maps a policy entry to the state every seed's run of it starts from; when
@@ -206,7 +276,6 @@ def run_scenario(
     policies = policies or scenario.policies
     seeds = seeds or scenario.seeds
     mode = mode or scenario.modes[0]
-    nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]  # input replicas go here
     out: dict[str, Any] = {
         "scenario": scenario.name,
         "source": scenario.source,
@@ -222,28 +291,26 @@ def run_scenario(
     }
     bounds = []
     raw: dict[str, list[SimulationResult]] = {}
-    for seed in seeds:
-        for name in policies:
-            started = time.monotonic()
-            jobs = build_jobs(scenario, nodes, seed)
-            if mode == "yarn":
-                yarn = build_yarn_simulation(scenario, name, seed, jobs)
-                if name == policies[0]:  # the bound is the physics', whatever runs the jobs
-                    bounds.append(lower_bound(Simulation(scenario.cluster, jobs, make_policy("fifo")), jobs))
-                result = yarn.run(name)
-            else:
-                sim = build_simulation(scenario, name, seed, jobs, mode=mode, load_state=load_state)
-                if name == policies[0]:
-                    bounds.append(lower_bound(sim, jobs))  # before the run: it needs the jobs untouched
-                result = sim.run()
-                if saved_state is not None:
-                    saved_state[name] = sim.policy.state()
-            raw.setdefault(name, []).append(result)
-            if progress:
-                progress(
-                    f"{scenario.name}: {name} seed {seed}: makespan {result.makespan_s:.0f} s, "
-                    f"{result.events} events in {time.monotonic() - started:.1f} s"
-                )
+    planned = [
+        _Run(scenario, name, seed, mode, load_state, name == policies[0], saved_state is not None)
+        for seed in seeds
+        for name in policies
+    ]
+
+    def report(run: _Run, done: _RunOutput) -> None:
+        if progress:
+            progress(
+                f"{scenario.name}: {run.name} seed {run.seed}: makespan {done.result.makespan_s:.0f} s, "
+                f"{done.result.events} events in {done.seconds:.1f} s"
+            )
+
+    # Gathered in the serial order whatever order they end in: results.json is the same bytes for any ``workers``.
+    for run, done in zip(planned, _run_all(planned, workers, report), strict=True):
+        if done.bound is not None:
+            bounds.append(done.bound)
+        raw.setdefault(run.name, []).append(done.result)
+        if saved_state is not None and done.state is not None:  # each entry's after its last seed's run
+            saved_state[run.name] = done.state
     out["lower_bound"] = {k: _finite_mean([b[k] for b in bounds]) for k in bounds[0]}
     out["lower_bound_per_seed"] = [
         {k: (None if math.isnan(v) else v) for k, v in b.items()} for b in bounds
