@@ -11,12 +11,15 @@
    ``measured``), whose side flows and speculation checks cost events and time of their own.
 2. One scheduling round of Fair with 1,000 nodes and 200 running jobs: every node offered once, as the
    operator's loop does (target: < 50 ms).
+3. A sweep (the day under FIFO and Fair, seeds 1 and 2) one run at a time and two at once (``--jobs 2``): the
+   wall-time ratio (target: <= 0.6x) and whether results.json's content is the same bytes.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import pstats
 import statistics
 import time
@@ -25,7 +28,7 @@ from pathlib import Path
 from mrsched.core.catalog import expand_layout
 from mrsched.core.model import ClusterSnapshot, Job, Node, Task
 from mrsched.policies import make_policy
-from mrsched.simulator.run import build_simulation, lower_bound
+from mrsched.simulator.run import build_simulation, lower_bound, run_scenario
 from mrsched.simulator.scenario import PhysicsOptions, Scenario
 from mrsched.simulator.workload import build_jobs
 
@@ -164,6 +167,24 @@ def fair_round_latency(
     )
 
 
+def sweep_speed(workers: int = 2) -> None:
+    """The SWIM day under FIFO and Fair, seeds 1 and 2 (four runs, the lower bound with each seed's first), as
+    ``mrsched simulate`` runs a sweep: one run at a time, then ``workers`` at once; wall time of each and
+    whether the two summaries (results.json's content) are the same bytes (target: <= 0.6x, identical)."""
+    scenario = swim_day().model_copy(update={"policies": ["fifo", "fair"], "seeds": [1, 2]})
+    timed: dict[int, tuple[float, str]] = {}
+    for n in (1, workers):
+        started = time.perf_counter()
+        summary, _ = run_scenario(scenario, mode="hadoop", workers=n)
+        timed[n] = (time.perf_counter() - started, json.dumps(summary, indent=1))
+    (serial, one), (parallel, many) = timed[1], timed[workers]
+    print(
+        f"sweep, SWIM day x fifo,fair x seeds 1,2 (4 runs): --jobs 1 {serial:.1f} s, --jobs {workers} "
+        f"{parallel:.1f} s = {parallel / serial:.2f}x (target <= 0.6x); results "
+        f"{'identical' if one == many else 'DIFFER'} ({len(one):,} bytes)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, help="replay only the first N jobs of the day")
@@ -173,10 +194,17 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=3, help="replays per policy and physics (the fastest counts)"
     )
+    parser.add_argument(
+        "--only", choices=("events", "rounds", "sweep"), help="run one part only (default: every part)"
+    )
     args = parser.parse_args()
-    events_per_second(args.jobs, args.profile, args.repeat)
-    fair_round_latency(assign_multiple=False)
-    fair_round_latency(assign_multiple=True)
+    if args.only in (None, "events"):
+        events_per_second(args.jobs, args.profile, args.repeat)
+    if args.only in (None, "rounds"):
+        fair_round_latency(assign_multiple=False)
+        fair_round_latency(assign_multiple=True)
+    if args.only in (None, "sweep"):
+        sweep_speed()
 
 
 if __name__ == "__main__":
