@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import json
 import pstats
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from mrsched.core.catalog import expand_layout
 from mrsched.core.model import ClusterSnapshot, Job, Node, Task
-from mrsched.policies import make_policy
+from mrsched.policies import make_policy, policy_names
 from mrsched.simulator.run import build_simulation, lower_bound, run_scenario
 from mrsched.simulator.scenario import PhysicsOptions, Scenario
 from mrsched.simulator.workload import build_jobs
@@ -185,6 +186,68 @@ def sweep_speed(workers: int = 2) -> None:
     )
 
 
+class _Enough(Exception):
+    """Raised by the timing wrapper once enough scheduling calls were timed."""
+
+
+def call_latency(policies: list[str], nodes: int = 1000, jobs: int = 200, calls: int = 300) -> None:
+    """Each policy's scheduling call (a node's heartbeat, hadoop mode) inside a simulation of ``nodes`` nodes
+    (half medium, half large, 25 racks) and ``jobs`` wordcount jobs of 100 maps and 10 reduces all submitted at
+    0 (saturated: more maps than slots): the first ``calls`` calls after the first 1,000 (every node's first
+    heartbeat, which fills the cluster) timed; p50 and p95 (target: p95 < 5 ms)."""
+    scenario = Scenario.model_validate(
+        {
+            "name": f"calls-{nodes}-nodes",
+            "source": "speed benchmark",
+            "headline": "speed benchmark",
+            "cluster": {
+                "nodes": [
+                    {"class": "medium", "count": nodes // 2, "rack": "r1"},
+                    {"class": "large", "count": nodes - nodes // 2, "rack": "r2"},
+                ]
+            },
+            "workload": {
+                "jobs": [
+                    {"id": f"j{i:03d}", "app": "wordcount", "maps": 100, "reduces": 10, "inputMBPerMap": 64}
+                    for i in range(jobs)
+                ]
+            },
+            "seeds": [1],
+        }
+    )
+    stores = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
+    for name in policies:
+        sim = build_simulation(scenario, name, 1, build_jobs(scenario, stores, 1), mode="hadoop")
+        real = sim.policy.schedule_round
+        samples: list[float] = []
+        count = [0]
+
+        def timed(
+            *args: object, real: object = real, samples: list[float] = samples, count: list[int] = count
+        ) -> object:
+            count[0] += 1
+            started = time.perf_counter()
+            out = real(*args)  # type: ignore[operator]
+            if count[0] > nodes:
+                samples.append(time.perf_counter() - started)
+                if len(samples) >= calls:
+                    raise _Enough
+            return out
+
+        sim.policy.schedule_round = timed  # type: ignore[method-assign]
+        started = time.perf_counter()
+        with contextlib.suppress(_Enough):
+            sim.run(until_s=3600)
+        wall = time.perf_counter() - started
+        samples.sort()
+        p50, p95 = samples[len(samples) // 2], samples[int(len(samples) * 0.95)]
+        print(
+            f"call, {name:16} {nodes} nodes x {jobs} jobs: p50 {p50 * 1e3:7.2f} ms, p95 {p95 * 1e3:7.2f} ms "
+            f"({len(samples)} calls timed, {wall:.0f} s in all; target p95 < 5 ms)",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, help="replay only the first N jobs of the day")
@@ -195,8 +258,11 @@ def main() -> None:
         "--repeat", type=int, default=3, help="replays per policy and physics (the fastest counts)"
     )
     parser.add_argument(
-        "--only", choices=("events", "rounds", "sweep"), help="run one part only (default: every part)"
+        "--only",
+        choices=("events", "rounds", "sweep", "calls"),
+        help="run one part only (default: every part)",
     )
+    parser.add_argument("--policies", help="the calls part's policies (default: every registered one)")
     args = parser.parse_args()
     if args.only in (None, "events"):
         events_per_second(args.jobs, args.profile, args.repeat)
@@ -205,6 +271,9 @@ def main() -> None:
         fair_round_latency(assign_multiple=True)
     if args.only in (None, "sweep"):
         sweep_speed()
+    if args.only in (None, "calls"):
+        names = args.policies.split(",") if args.policies else sorted(policy_names())
+        call_latency(names)
 
 
 if __name__ == "__main__":
