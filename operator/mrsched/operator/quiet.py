@@ -46,7 +46,7 @@ class PolicyNodes:
             same = held is not None and held[1] == probe and held[2] == slow
             if held is None or not same or (held[0] is not info and held[0] != info):
                 held = (info, probe, slow, replace(info.node, probe=probe, slowdown=slow))
-            else:  # the same, or a new reading equal by value (a kubelet's status heartbeat): the same Node
+            elif held[0] is not info:  # a new reading equal by value (a kubelet's heartbeat): the same Node
                 held = (info, probe, slow, held[3])
             made[name] = held
             out[name] = held[3]
