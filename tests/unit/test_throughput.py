@@ -11,7 +11,8 @@ import pytest
 from mrsched.core.model import ClusterSnapshot, Job, Node, Task, TaskOutcome
 from mrsched.core.policy import build_policy
 from mrsched.core.probes import estimate_sigma
-from mrsched.policies import throughput as tp  # registers "throughput"
+from mrsched.policies import throughput_model as tp
+from mrsched.policies.throughput import Throughput  # registers "throughput"
 
 TABLE_3_1 = {
     "machine1": tp.Capability(1.0, 1.0, 45.0),
@@ -177,7 +178,7 @@ def _job(job_id: str, app: str, submit: float, maps: int, replicas: tuple[str, .
     return Job(job_id, app, submit, [Task(job_id, "map", i, 64.0, replicas) for i in range(maps)], [])
 
 
-def _teach(policy: tp.Throughput, job: Job, theta: tuple[float, float], per_node: int) -> None:
+def _teach(policy: Throughput, job: Job, theta: tuple[float, float], per_node: int) -> None:
     """Feed noise-free Eq 3.2 durations of the app's maps on both nodes."""
     policy.on_job_submitted(job, 0.0)
     for i in range(per_node):
@@ -189,7 +190,7 @@ def _teach(policy: tp.Throughput, job: Job, theta: tuple[float, float], per_node
 
 def test_cpu_heavy_app_goes_to_the_cpu_fast_node_once_learned() -> None:
     policy = build_policy("throughput", {"capabilities": CAPS})
-    assert isinstance(policy, tp.Throughput)
+    assert isinstance(policy, Throughput)
     jio, pi = _job("jio", "jio", 0.0, 5), _job("pi", "pi", 1.0, 5)  # FIFO would pick jio first everywhere
     _teach(policy, jio, (5.6, 96.46), 95)
     _teach(policy, pi, (24.0, 6.3), 95)
@@ -207,7 +208,7 @@ def test_cpu_heavy_app_goes_to_the_cpu_fast_node_once_learned() -> None:
     # The learned state survives a JSON round trip.
     fresh = build_policy("throughput", {"capabilities": CAPS})
     fresh.load_state(json.loads(json.dumps(policy.state())))
-    assert isinstance(fresh, tp.Throughput) and fresh.learned("pi")
+    assert isinstance(fresh, Throughput) and fresh.learned("pi")
 
 
 def test_locality_tier_beats_the_profile_score() -> None:
@@ -252,7 +253,7 @@ def test_nodes_without_probe_results_fall_back_to_fifo() -> None:
 
 def test_only_successful_maps_on_probed_nodes_teach_the_posterior_and_omega_is_subtracted() -> None:
     policy = build_policy("throughput", {"capabilities": CAPS})
-    assert isinstance(policy, tp.Throughput)
+    assert isinstance(policy, Throughput)
     job = _job("j", "grep", 0.0, 3)
     policy.on_job_submitted(job, 0.0)
     task = Task("j", "map", 0)

@@ -13,7 +13,7 @@ overhead. The policy has three parts:
 * **Explore** (§3.2.1): each application's θ = (θc, θd) gets a Gaussian posterior, updated in closed form from
   every finished map's duration minus Ω (Eq 3.10-3.24, information form; :func:`bayes_update`,
   :func:`posterior_mean`). While the posterior is not yet tight, the app's tasks go to the machines that
-  maximise the expected information gain (Eq 3.31/3.33; :func:`explore_gains`): the machines whose κc/κd
+  maximise the expected information gain (Eq 3.31/3.33; :func:`~mrsched.policies.throughput_model.explore_gains`): the machines whose κc/κd
   ratios differ most from those already used. Because the covariance does not depend on the observed times
   (Eq 3.22), tasks still running count as planned experiments. The app switches to exploit once
   ``det Σ < 0.007`` (:func:`explore_finished`).
@@ -41,169 +41,32 @@ which application's map each free place gets, so a node's mix follows its capabi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from mrsched.core.locality import LEVEL_RANK
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.policy import PolicyConfig, register
-from mrsched.core.probes import Capability, estimate_overhead, estimate_rates, slowed
+from mrsched.core.probes import Capability, slowed
 from mrsched.policies.fifo import fifo_order
 from mrsched.policies.slots import SlotPolicy
-
-Vector = NDArray[np.float64]
-Matrix = NDArray[np.float64]
-DetConvention = Literal["thesis", "true"]
-
-#: The thesis' stopping threshold on |Σθ| (§3.2.1, "we sample tasks until ... |Σ| < 0.007").
-THESIS_DET_THRESHOLD = 0.007
-_SINGULAR = 1e-12  # relative: det Λ below this × Λ11·Λ22 means parallel tubes (Eq 3.16/3.20: Δ = 0)
-
-
-# --- machine capabilities (probes, P3-A) ---------------------------------------------------------------------
-
-
-def estimate_capabilities(
-    unit_times: Mapping[str, Sequence[float]],
-    cpu_pair: tuple[Mapping[str, float], Mapping[str, float]],
-    disk_pair: tuple[Mapping[str, float], Mapping[str, float]],
-    eta: float,
-    reference: str,
-    sigma_s: Mapping[str, float] | None = None,
-    default_sigma_s: float = 1.0,
-) -> dict[str, Capability]:
-    """Table 3.1 from probe durations with a reference machine (P3-A as the thesis runs it, offline over a
-    fixed cluster): Ω from the unit task, κc from the CPU pair ⟨θc,θd⟩/⟨ηθc,θd⟩ and κd from the disk pair
-    ⟨θc,θd⟩/⟨θc,ηθd⟩ (Eq 3.3-3.5). The operator and the simulator probe node by node with
-    :func:`mrsched.core.probes.estimate_capability` instead (units fixed by the probe's work)."""
-    kappa_c, _ = estimate_rates(cpu_pair[0], cpu_pair[1], eta, reference)
-    kappa_d, _ = estimate_rates(disk_pair[0], disk_pair[1], eta, reference)
-    sigma_s = sigma_s or {}
-    return {
-        m: Capability(
-            kappa_c[m], kappa_d[m], estimate_overhead(unit_times[m]), sigma_s.get(m, default_sigma_s)
-        )
-        for m in kappa_c
-    }
-
-
-# --- the Bayesian posterior over θ (Eq 3.10-3.24) -------------------------------------------------------------
-
-
-def bayes_update(precision: Matrix, h: Vector, cap: Capability, y: float) -> tuple[Matrix, Vector]:
-    """Multiply the posterior by one observation's Gaussian tube (Eq 3.17, 3.18, 3.23).
-
-    The posterior's exponent is the conic ``a20θc² + a11θcθd + a02θd² + a10θc + a01θd + a00`` (Eq 3.13), summed
-    over observations ``(y − θc/κc − θd/κd)²/(2σ²)`` with ``y = T − Ω`` (Eq 3.11, 3.19, 3.24 with σ² where the
-    print has σ, digest I3-2). Kept in information form: ``Λ = [[2a20, a11], [a11, 2a02]]`` (the true precision)
-    and ``h = −(a10, a01)``, so ``Λ ← Λ + a aᵀ/σ²`` and ``h ← h + y a/σ²`` with ``a = (1/κc, 1/κd)``. Starting
-    from Λ = 0, h = 0 is the thesis' uninformative prior (Eq 3.17).
-    """
-    a = cap.features()
-    w = cap.weight
-    return precision + w * np.outer(a, a), h + w * y * a
-
-
-def conic_coefficients(precision: Matrix, h: Vector) -> tuple[float, float, float, float, float]:
-    """(a20, a11, a02, a10, a01) of Eq 3.13 for the posterior's exponent (a00 does not matter)."""
-    return (
-        float(precision[0, 0]) / 2.0,
-        float(precision[0, 1]),
-        float(precision[1, 1]) / 2.0,
-        -float(h[0]),
-        -float(h[1]),
-    )
-
-
-def is_proper(precision: Matrix) -> bool:
-    """The posterior is an ellipse (a proper bivariate Gaussian), not a tube: Δ = a11² − 4a20a02 < 0 (Eq 3.14,
-    3.20). Observations only on machines with equal κc/κd ratios keep Δ = 0 (Eq 3.16)."""
-    det = float(np.linalg.det(precision))
-    return det > _SINGULAR * max(float(precision[0, 0] * precision[1, 1]), 1e-300)
-
-
-def posterior_mean(precision: Matrix, h: Vector) -> Vector | None:
-    """μθ read off the conic (Eq 3.21); None while the posterior is still a tube (fewer than two ratio classes)."""
-    if not is_proper(precision):
-        return None
-    a20, a11, a02, a10, a01 = conic_coefficients(precision, h)
-    denominator = 4.0 * a20 * a02 - a11 * a11
-    return np.array(
-        [(a11 * a01 - 2.0 * a02 * a10) / denominator, (a11 * a10 - 2.0 * a20 * a01) / denominator]
-    )
-
-
-def posterior_covariance(precision: Matrix) -> Matrix | None:
-    """The true posterior covariance Λ⁻¹ (Eq 3.22 prints half the precision, digest I3-1); None for a tube."""
-    return np.asarray(np.linalg.inv(precision), dtype=np.float64) if is_proper(precision) else None
-
-
-def covariance_det(precision: Matrix, convention: DetConvention = "thesis") -> float:
-    """|Σθ| for the stopping rule: ``thesis`` = 1/det(Eq 3.22's Σ⁻¹) = 4/det Λ (as Eq 3.30, |Σ|⁻¹ = −Δ/4);
-    ``true`` = 1/det Λ. Infinite while the posterior is a tube (§3.2.1, "First Experiment")."""
-    if not is_proper(precision):
-        return math.inf
-    det = float(np.linalg.det(precision))
-    return (4.0 if convention == "thesis" else 1.0) / det
-
-
-def explore_finished(
-    precision: Matrix, threshold: float = THESIS_DET_THRESHOLD, convention: DetConvention = "thesis"
-) -> bool:
-    """The switch from explore to exploit: |Σθ| < 0.007 (§3.2.1, Table 3.2)."""
-    return covariance_det(precision, convention) < threshold
-
-
-def discriminant(j: Capability, k: Capability) -> float:
-    """Δ of the posterior after one observation on j and one on k (Eq 3.20):
-    ``−(1/(σjσk)²)·(1/(κc^j κd^k) − 1/(κd^j κc^k))²``; negative iff the κc/κd ratios differ."""
-    cross = 1.0 / (j.kappa_c * k.kappa_d) - 1.0 / (j.kappa_d * k.kappa_c)
-    return -(cross * cross) / (j.sigma_s * k.sigma_s) ** 2
-
-
-def explore_gains(history_precision: Matrix, candidates: Mapping[str, Capability]) -> dict[str, float]:
-    """How much each candidate machine's next observation would tighten the posterior (Eq 3.31-3.33, P3-B).
-
-    Minimising the posterior entropy (Eq 3.28) maximises det Λ, and by Eq 3.33 det Λ is a sum over pairs of
-    observations of ``(1/(σjσk)²)(1/(κc^j κd^k) − 1/(κd^j κc^k))²``. Adding machine m adds
-    ``gain(m) = Σ_o (1/σm²)(1/σo²)(a_m × a_o)² = (1/σm²)·vᵀΛv`` with ``v = (a_m2, −a_m1)`` and Λ the precision of
-    the observations so far (planned ones included: Λ does not depend on the times, Eq 3.22).
-    """
-    gains = {}
-    for name, cap in candidates.items():
-        a = cap.features()
-        v = np.array([a[1], -a[0]])
-        gains[name] = cap.weight * float(v @ history_precision @ v)
-    return gains
-
-
-def explore_machines(history_precision: Matrix, candidates: Mapping[str, Capability]) -> set[str]:
-    """The argmax machines of :func:`explore_gains` (ties kept: identical machines tie). With no observation yet
-    every gain is 0 and any machine will do (§3.2.1, "First Experiment")."""
-    gains = explore_gains(history_precision, candidates)
-    if not gains:
-        return set()
-    best = max(gains.values())
-    return {name for name, g in gains.items() if g >= best * (1.0 - 1e-9)}
-
-
-# --- exploit: SelectBestApplication (Alg 3.2.2) -------------------------------------------------------------
-
-
-def application_score(mean: Vector, node: Capability, total_kappa_c: float, total_kappa_d: float) -> float:
-    """Alg 3.2.2's score of an app on a node: ``norm(θc)/norm(κc) + norm(θd)/norm(κd)``, with θ normalised over
-    resources (the app's share of its own need) and κ over the cluster's machines (this machine's share of the
-    cluster's capability). Negative means are clipped to 0 (the thesis truncates θ ≥ 0, digest I3-4)."""
-    theta = np.clip(mean, 0.0, None)
-    total = float(theta.sum())
-    share = theta / total if total > 0 else np.array([0.5, 0.5])
-    return float(share[0] / (node.kappa_c / total_kappa_c) + share[1] / (node.kappa_d / total_kappa_d))
-
+from mrsched.policies.throughput_model import (
+    THESIS_DET_THRESHOLD,
+    CandidateSet,
+    DetConvention,
+    Matrix,
+    Vector,
+    application_score,
+    bayes_update,
+    covariance_det,
+    explore_finished,
+    is_proper,
+    posterior_covariance,
+    posterior_mean,
+)
 
 # --- the policy -----------------------------------------------------------------------------------------------
 
@@ -259,6 +122,7 @@ class Throughput(SlotPolicy):
         self._planned: dict[str, tuple[str, str]] = {}
         self._apps: dict[str, str] = {}  # job id -> app
         self._nodes: dict[str, Node] = {}  # the last snapshot's nodes: outcomes carry only a name
+        self._candidate_set: CandidateSet | None = None
         for app, p in self.cfg.profiles.items():
             self._profile(app).known = np.array([p.theta_c, p.theta_d])
 
@@ -316,8 +180,9 @@ class Throughput(SlotPolicy):
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         self._remember(snapshot)
         placements: list[Placement] = []
+        beat = _Heartbeat(self, snapshot)
         for _ in range(max(0, snapshot.free_slots(node, "map"))):
-            placed = self._assign_map(snapshot, node)
+            placed = self._assign_map(snapshot, node, beat)
             if placed is None:
                 break
             placements.append(placed)
@@ -339,7 +204,7 @@ class Throughput(SlotPolicy):
         snapshot.commit(placement)
         return placement
 
-    def _assign_map(self, snapshot: ClusterSnapshot, node: str) -> Placement | None:
+    def _assign_map(self, snapshot: ClusterSnapshot, node: str, beat: _Heartbeat) -> Placement | None:
         jobs = [j for j in fifo_order(snapshot.jobs) if j.finished_maps + j.running_maps < len(j.maps)]
         if not jobs:
             return None
@@ -351,26 +216,24 @@ class Throughput(SlotPolicy):
                     reason = (
                         f"no probed capability for {node}: first job in submission order; {found[1]}-local"
                     )
-                    return self._explore_launch(snapshot, job, found[0], node, reason, 0.0)
+                    return self._explore_launch(snapshot, job, found[0], node, reason, 0.0, beat)
             return None
-        exploring = [j for j in jobs if not self.learned(j.app)]
-        learned = [j for j in jobs if self.learned(j.app)]
+        exploring = [j for j in jobs if not beat.learned(j.app)]
+        learned = [j for j in jobs if beat.learned(j.app)]
         # Explore: an unlearned app's task goes here if this node maximises its information gain (Eq 3.31/3.33).
-        candidates = self._candidates(snapshot)
         for job in exploring:
-            design = self._design_precision(job.app, snapshot)
-            if node not in explore_machines(design, candidates):
+            if node not in beat.explore_machines(job.app):
                 continue
             found = self.pick_map(job, snapshot, node)
             if found is not None:
-                gain = explore_gains(design, {node: cap})[node]
+                gain = CandidateSet({node: cap}).gains(beat.design(job.app))
                 reason = (
                     f"explore {job.app}: {node} maximises the information gain about θ (Eq 3.33); "
                     f"{found[1]}-local"
                 )
-                return self._explore_launch(snapshot, job, found[0], node, reason, gain)
+                return self._explore_launch(snapshot, job, found[0], node, reason, float(gain[0]), beat)
         # Exploit: Alg 3.2.1 over the learned apps, SelectBestApplication within the best locality tier.
-        placed = self._exploit(snapshot, node, cap, learned, candidates)
+        placed = self._exploit(snapshot, node, cap, learned, beat)
         if placed is not None:
             return placed
         # Production never stops: run an exploring app's task anyway, and learn from it.
@@ -378,22 +241,34 @@ class Throughput(SlotPolicy):
             found = self.pick_map(job, snapshot, node)
             if found is not None:
                 reason = f"explore {job.app}: no learned app has a pending map; {found[1]}-local"
-                return self._explore_launch(snapshot, job, found[0], node, reason, 0.0)
+                return self._explore_launch(snapshot, job, found[0], node, reason, 0.0, beat)
         return None
 
-    def _candidates(self, snapshot: ClusterSnapshot) -> dict[str, Capability]:
+    def _candidates(self, snapshot: ClusterSnapshot) -> CandidateSet:
+        """The machines with a capability and room for a map, as arrays; the last heartbeat's set again while
+        they are the same (a cluster's capabilities change only with probes, slowdowns and node changes)."""
         out = {}
         for name in snapshot.nodes:
             cap = self.capability(snapshot, name)
             if cap is not None and snapshot.capacity(name, "map") > 0:
                 out[name] = cap
-        return out
+        if self._candidate_set is None or self._candidate_set.capabilities != out:
+            self._candidate_set = CandidateSet(out)
+        return self._candidate_set
 
     def _explore_launch(
-        self, snapshot: ClusterSnapshot, job: Job, task: Task, node: str, reason: str, score: float
+        self,
+        snapshot: ClusterSnapshot,
+        job: Job,
+        task: Task,
+        node: str,
+        reason: str,
+        score: float,
+        beat: _Heartbeat,
     ) -> Placement:
-        if not self.learned(job.app):
+        if not beat.learned(job.app):
             self._planned[task.key] = (job.app, node)
+            beat.planned(job.app)
         return self._launch(snapshot, task, node, reason, score, None)
 
     def _exploit(
@@ -402,7 +277,7 @@ class Throughput(SlotPolicy):
         node: str,
         cap: Capability,
         learned: list[Job],
-        candidates: Mapping[str, Capability],
+        beat: _Heartbeat,
     ) -> Placement | None:
         tiers: dict[int, list[tuple[Job, Task, str]]] = {}
         for job in learned:
@@ -412,11 +287,11 @@ class Throughput(SlotPolicy):
         if not tiers:
             return None
         tier = tiers[min(tiers)]
-        total_c = sum(c.kappa_c for c in candidates.values())
-        total_d = sum(c.kappa_d for c in candidates.values())
+        candidates = beat.candidates()
+        total_c, total_d = candidates.total_kappa_c, candidates.total_kappa_d
         scored = []
         for order, (job, task, level) in enumerate(tier):
-            mean = self.mean(job.app)
+            mean = beat.mean(job.app)
             assert mean is not None  # learned apps have a proper posterior or a known profile
             scored.append((application_score(mean, cap, total_c, total_d), order, job, task, level))
         scored.sort(key=lambda s: (s[0], s[1]))  # ties: FIFO order
@@ -502,3 +377,50 @@ class Throughput(SlotPolicy):
             profile.precision = np.array(saved["precision"], dtype=float).reshape(2, 2)
             profile.h = np.array(saved["h"], dtype=float).reshape(2)
             profile.observations = int(saved.get("observations", 0))
+
+
+@dataclass
+class _Heartbeat:
+    """What one heartbeat's map choices share, computed once each: the candidate machines, and per app whether
+    it is learned, its posterior mean, its design (:meth:`Throughput._design_precision`) and the machines that
+    maximise its explore gain. A posterior changes only on an outcome, between heartbeats; a launched explore
+    task changes its own app's design (:meth:`planned`). At 1,000 nodes and 200 jobs of one app, recomputing
+    these per job and per free slot cost 2 s per heartbeat (issue 24)."""
+
+    policy: Throughput
+    snapshot: ClusterSnapshot
+    _candidates: CandidateSet | None = None
+    _learned: dict[str, bool] = field(default_factory=dict)
+    _means: dict[str, Vector | None] = field(default_factory=dict)
+    _designs: dict[str, Matrix] = field(default_factory=dict)
+    _explore: dict[str, set[str]] = field(default_factory=dict)
+
+    def candidates(self) -> CandidateSet:
+        if self._candidates is None:
+            self._candidates = self.policy._candidates(self.snapshot)
+        return self._candidates
+
+    def learned(self, app: str) -> bool:
+        if app not in self._learned:
+            self._learned[app] = self.policy.learned(app)
+        return self._learned[app]
+
+    def mean(self, app: str) -> Vector | None:
+        if app not in self._means:
+            self._means[app] = self.policy.mean(app)
+        return self._means[app]
+
+    def design(self, app: str) -> Matrix:
+        if app not in self._designs:
+            self._designs[app] = self.policy._design_precision(app, self.snapshot)
+        return self._designs[app]
+
+    def explore_machines(self, app: str) -> set[str]:
+        if app not in self._explore:
+            self._explore[app] = self.candidates().best(self.design(app))
+        return self._explore[app]
+
+    def planned(self, app: str) -> None:
+        """An explore task of ``app`` was launched: its design has one more planned experiment."""
+        self._designs.pop(app, None)
+        self._explore.pop(app, None)
