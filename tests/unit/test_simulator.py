@@ -13,10 +13,10 @@ import yaml
 from mrsched.core.catalog import expand_layout
 from mrsched.core.model import ClusterSnapshot, Placement
 from mrsched.core.policy import Policy, TruePhysics
-from mrsched.policies import make_policy
+from mrsched.policies import make_policy, policy_names
 from mrsched.policies.kube_default import KubeDefault
 from mrsched.simulator.engine import Simulation
-from mrsched.simulator.run import run_scenario
+from mrsched.simulator.run import build_simulation, run_scenario, summarise
 from mrsched.simulator.scenario import Scenario, ScenarioError, load_scenario
 from mrsched.simulator.workload import build_jobs
 
@@ -436,3 +436,38 @@ def test_a_scenario_node_class_may_not_shadow_the_catalogs(tmp_path: Path) -> No
         scenario(tmp_path, cluster={"nodes": [{"class": "ref"}], "nodeClasses": {"ref": {"memoryMiB": 4096}}})
     with pytest.raises(ScenarioError, match="unknown node class 'nowhere'"):
         scenario(tmp_path, cluster={"nodes": [{"class": "nowhere"}], "nodeClasses": {"ref": REFERENCE_CLASS}})
+
+
+# --- rounds a policy declares idle are skipped with the same results (issue 24) ---------------------------
+
+IDLE_POLICIES = sorted(n for n in policy_names() if type(make_policy(n)).idle_when_nothing_pending)
+
+
+@pytest.mark.parametrize("mode", ["hadoop", "kubernetes"])
+@pytest.mark.parametrize("policy", IDLE_POLICIES)
+def test_a_policy_idle_when_nothing_is_pending_runs_the_same_whether_or_not_those_rounds_are_asked(
+    tmp_path: Path, policy: str, mode: str
+) -> None:
+    """``idle_when_nothing_pending`` claims that a round with no task to start places nothing and changes
+    nothing in the policy: the simulator skips it. The same run with every such round asked must give the
+    same results to the last digit, and the skip must have happened."""
+    sc = scenario(tmp_path)
+    stores = [n.name for n in expand_layout(sc.cluster.nodes) if n.stores_data]
+    outputs, skipped = [], []
+    for skip in (True, False):
+        sim = build_simulation(sc, policy, 1, build_jobs(sc, stores, 1), mode=mode)  # type: ignore[arg-type]
+        answers: Counter[bool] = Counter()
+        real = sim.policy.idle
+
+        def idle(
+            snapshot: ClusterSnapshot, real: Any = real, answers: Counter[bool] = answers, skip: bool = skip
+        ) -> bool:
+            verdict = bool(real(snapshot))
+            answers[verdict] += 1
+            return verdict and skip
+
+        sim.policy.idle = idle  # type: ignore[method-assign]
+        outputs.append(summarise(sim.run()))
+        skipped.append(answers[True])
+    assert skipped[0] > 0, "some rounds found nothing to start"
+    assert outputs[0] == outputs[1]

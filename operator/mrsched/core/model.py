@@ -302,6 +302,11 @@ class ClusterSnapshot:
         reduces in jobs past slow-start (:func:`pending_of`)."""
         return self._counts()[2 if kind == "map" else 3]
 
+    def nothing_pending(self) -> bool:
+        """No job has a map or a startable reduce to start (:meth:`pending_tasks` of both kinds is 0)."""
+        counts = self._counts()
+        return counts[2] == 0 and counts[3] == 0
+
     def _counts(self) -> list[int]:
         if self._task_counts is None or self._task_counts_version != self.jobs_version:
             counts = [0, 0, 0, 0]

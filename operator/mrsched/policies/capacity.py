@@ -117,6 +117,8 @@ class _Queue:
 @register
 class Capacity(SlotPolicy):
     name = "capacity"
+    # Its scheduling opportunities count only for jobs with a pending map, and nothing else changes per heartbeat.
+    idle_when_nothing_pending = True
     Config = CapacityConfig
 
     def __init__(self, *args: object, **kwargs: object) -> None:

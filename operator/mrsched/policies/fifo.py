@@ -57,13 +57,10 @@ class Fifo(SlotPolicy):
     name = "fifo"
     Config = FifoConfig
     skips_quiet_rounds = True  # no state of its own but the map indexes, which only placements change
-
-    def idle(self, snapshot: ClusterSnapshot) -> bool:
-        """Every map and every startable reduce runs or is done: a light trace's usual heartbeat."""
-        return snapshot.pending_tasks("map") == 0 and snapshot.pending_tasks("reduce") == 0
+    idle_when_nothing_pending = True  # the same: with nothing to start, a heartbeat reads and returns
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
-        if self.idle(snapshot):
+        if snapshot.nothing_pending():
             return []
         ordered = snapshot.memo_jobs("fifo.order", lambda: fifo_order(snapshot.jobs))
         placements = self._maps(snapshot, node, ordered)
@@ -116,6 +113,8 @@ class Fifo(SlotPolicy):
         return placements
 
     def _reduce(self, snapshot: ClusterSnapshot, node: str, ordered: list[Job]) -> list[Placement]:
+        if snapshot.pending_tasks("reduce") == 0:  # no job has one: the pass below would find none
+            return []
         slots = snapshot.capacity(node, "reduce")
         running = snapshot.running_on(node, "reduce")
         if running >= slots:

@@ -24,6 +24,7 @@ from mrsched.policies.pending import PendingTasks
 @register
 class GreedyInformed(Policy):
     name = "greedy-informed"
+    idle_when_nothing_pending = True  # stateless: it scores pending tasks against the offered nodes
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

@@ -36,6 +36,7 @@ def score(cpu_cap: float, mem_cap: float, cpu_used: float, mem_used: float) -> f
 @register
 class KubeDefault(Policy):
     name = "kube-default"
+    idle_when_nothing_pending = True  # stateless: its queue is the pending pods, its tie-break draws per pod
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

@@ -11,12 +11,12 @@ overhead. The policy has three parts:
   neither does this policy. The ``capabilities`` option (keyed by node name or node class, e.g. Table 3.1)
   overrides probes. A node with neither is served in FIFO order (Hadoop's default, the thesis' baseline).
 * **Explore** (§3.2.1): each application's θ = (θc, θd) gets a Gaussian posterior, updated in closed form from
-  every finished map's duration minus Ω (Eq 3.10-3.24, information form; :func:`bayes_update`,
-  :func:`posterior_mean`). While the posterior is not yet tight, the app's tasks go to the machines that
-  maximise the expected information gain (Eq 3.31/3.33; :func:`~mrsched.policies.throughput_model.explore_gains`): the machines whose κc/κd
-  ratios differ most from those already used. Because the covariance does not depend on the observed times
-  (Eq 3.22), tasks still running count as planned experiments. The app switches to exploit once
-  ``det Σ < 0.007`` (:func:`explore_finished`).
+  every finished map's duration minus Ω (Eq 3.10-3.24, information form; in
+  :mod:`mrsched.policies.throughput_model`, :func:`bayes_update`, :func:`posterior_mean`). While the posterior
+  is not yet tight, the app's tasks go to the machines that maximise the expected information gain (Eq
+  3.31/3.33; :func:`explore_gains`): the machines whose κc/κd ratios differ most from those already used.
+  Because the covariance does not depend on the observed times (Eq 3.22), tasks still running count as planned
+  experiments. The app switches to exploit once ``det Σ < 0.007`` (:func:`explore_finished`).
 * **Exploit** (§3.2.2): Alg 3.2.1 keeps Hadoop's locality tiers (node-local, rack-local, off-switch) and breaks
   ties within the best tier by SelectBestApplication (Alg 3.2.2, :func:`application_score`): the argmin of
   ``norm(θc)/norm(κc) + norm(θd)/norm(κd)``.
@@ -111,6 +111,10 @@ class _Profile:
 @register
 class Throughput(SlotPolicy):
     name = "throughput"
+    # Its posteriors learn from outcomes only, its planned experiments change with launches, and the nodes it
+    # remembers for outcomes are the snapshot's own dict (changed in place): a heartbeat with nothing to start
+    # changes nothing.
+    idle_when_nothing_pending = True
     Config = ThroughputConfig
     needs_probes = True
 
