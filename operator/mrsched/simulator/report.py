@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -292,8 +293,54 @@ def plots(summary: dict[str, Any], first_seed: dict[str, SimulationResult], out:
     _throughput_plot(first_seed, out)
 
 
+#: Above this many jobs in a run, each policy's per-job records (its first seed's) leave results.json for
+#: :data:`JOBS_FILE`: the whole SWIM day's 5,894 jobs under 12 policies made results.json over 10 MB per mode,
+#: and bench/results/ is committed (issue 24). results.json keeps every aggregate.
+JOBS_INLINE_MAX = 1000
+#: The per-job records of a large run, ``{policy: [job, ...]}``, gzip-compressed JSON.
+JOBS_FILE = "jobs.json.gz"
+
+
+def write_results(summary: dict[str, Any], out: Path) -> None:
+    """results.json, and for a run of more than :data:`JOBS_INLINE_MAX` jobs :data:`JOBS_FILE` beside it (each
+    policy's ``jobs`` replaced by ``"jobs_file"``). The gzip header holds no time or name: a re-run that gives
+    the same results writes the same bytes. :func:`load_results` reads either back whole."""
+    policies: dict[str, dict[str, Any]] = summary["policies"]
+    large = any(len(p.get("jobs", ())) > JOBS_INLINE_MAX for p in policies.values())
+    jobs_path = out / JOBS_FILE
+    if large:
+        records = {name: p["jobs"] for name, p in policies.items() if "jobs" in p}
+        payload = json.dumps(records, separators=(",", ":")).encode() + b"\n"
+        jobs_path.write_bytes(gzip.compress(payload, compresslevel=9, mtime=0))
+        summary = {
+            **summary,
+            "policies": {
+                name: {**{k: v for k, v in p.items() if k != "jobs"}, "jobs_file": JOBS_FILE}
+                if "jobs" in p
+                else p
+                for name, p in policies.items()
+            },
+        }
+    elif jobs_path.exists():  # a smaller re-run into the same directory: nothing stale beside it
+        jobs_path.unlink()
+    (out / "results.json").write_text(json.dumps(summary, indent=1, sort_keys=False) + "\n")
+
+
+def load_results(directory: Path) -> dict[str, Any]:
+    """A results directory's summary as :func:`run_scenario` returned it: per-job records put back from
+    :data:`JOBS_FILE` where :func:`write_results` moved them."""
+    summary: dict[str, Any] = json.loads((directory / "results.json").read_text())
+    moved = [p for p in summary["policies"].values() if "jobs_file" in p]
+    if moved:
+        records = json.loads(gzip.decompress((directory / JOBS_FILE).read_bytes()))
+        for name, p in summary["policies"].items():
+            if p.pop("jobs_file", None) is not None:
+                p["jobs"] = records[name]
+    return summary
+
+
 def write_report(summary: dict[str, Any], first_seed: dict[str, SimulationResult], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(summary, indent=1, sort_keys=False) + "\n")
+    write_results(summary, out)
     (out / "report.md").write_text(markdown(summary))
     plots(summary, first_seed, out)
