@@ -165,3 +165,16 @@ def test_a_sweep_in_two_processes_gives_the_serial_sweeps_results_byte_for_byte(
         assert len(lines) == len(SMALL["policies"]) * len(SMALL["seeds"]), "one progress line per run"
         outputs.append((json.dumps(summary, indent=1), json.dumps(saved, indent=1), sorted(first)))
     assert outputs[0] == outputs[1]
+
+
+def test_a_sweep_without_the_bound_gives_the_same_policy_results_and_no_bound(tmp_path: Path) -> None:
+    """``with_bound=False`` (a speed benchmark at 1,000 nodes, where the bound is quadratic in the cluster)
+    drops only the bound."""
+    scenario = _scenario(tmp_path)
+    lines: list[str] = []
+    full, _ = run_scenario(scenario, progress=lines.append)
+    bare, _ = run_scenario(scenario, with_bound=False)
+    assert bare["lower_bound"] is None and bare["lower_bound_per_seed"] == []
+    assert full["lower_bound"]["makespan_s"] > 0
+    assert bare["policies"] == full["policies"]
+    assert sum("lower bound" in line for line in lines) == len(SMALL["seeds"]), "timed once per seed"

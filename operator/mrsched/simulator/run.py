@@ -223,7 +223,8 @@ class _RunOutput:
     result: SimulationResult
     bound: dict[str, float] | None
     state: dict[str, Any] | None
-    seconds: float
+    seconds: float  # the whole run: jobs built, the seed's lower bound if this run computed it, the replay
+    bound_seconds: float = 0.0  # of which the lower bound (once per seed, with its first policy's run)
 
 
 def _run_one(run: _Run) -> _RunOutput:
@@ -231,20 +232,24 @@ def _run_one(run: _Run) -> _RunOutput:
     scenario, name, seed = run.scenario, run.name, run.seed
     nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]  # input replicas go here
     jobs = build_jobs(scenario, nodes, seed)
-    bound, state = None, None
+    bound, state, bound_seconds = None, None, 0.0
     if run.mode == "yarn":
         yarn = build_yarn_simulation(scenario, name, seed, jobs)
         if run.with_bound:  # the bound is the physics', whatever runs the jobs
+            bound_started = time.monotonic()
             bound = lower_bound(Simulation(scenario.cluster, jobs, make_policy("fifo")), jobs)
+            bound_seconds = time.monotonic() - bound_started
         result = yarn.run(name)
     else:
         sim = build_simulation(scenario, name, seed, jobs, mode=run.mode, load_state=run.load_state)
         if run.with_bound:
+            bound_started = time.monotonic()
             bound = lower_bound(sim, jobs)  # before the run: it needs the jobs untouched
+            bound_seconds = time.monotonic() - bound_started
         result = sim.run()
         if run.with_state:
             state = sim.policy.state()
-    return _RunOutput(result, bound, state, time.monotonic() - started)
+    return _RunOutput(result, bound, state, time.monotonic() - started, bound_seconds)
 
 
 def _run_all(runs: list[_Run], workers: int, report: Callable[[_Run, _RunOutput], None]) -> list[_RunOutput]:
@@ -279,6 +284,7 @@ def run_scenario(
     saved_state: dict[str, Any] | None = None,
     mode: PlacementMode | None = None,
     workers: int = 1,
+    with_bound: bool = True,
 ) -> tuple[dict[str, Any], dict[str, SimulationResult]]:
     """Every policy on every seed (identical workload per seed), and the lower bound: the summary that
     results.json holds, and each policy's first-seed result (for plots). ``workers`` > 1 runs them in that
@@ -287,7 +293,11 @@ def run_scenario(
 
     Learned state (``policy.state()``, e.g. ThroughputScheduler's posteriors) as the operator keeps it across
     restarts: ``load_state`` maps a policy entry to the state every seed's run of it starts from; when
-    ``saved_state`` is a dict, each entry's state after its last seed's run is written into it."""
+    ``saved_state`` is a dict, each entry's state after its last seed's run is written into it.
+
+    ``with_bound=False`` leaves out the lower bound (``lower_bound`` None), which draws every task's noise on
+    every node: quadratic in the cluster, over an hour for the SWIM day on 1,000 nodes (a speed benchmark's
+    runs need no bound)."""
     policies = policies or scenario.policies
     seeds = seeds or scenario.seeds
     mode = mode or scenario.modes[0]
@@ -307,7 +317,15 @@ def run_scenario(
     bounds = []
     raw: dict[str, list[SimulationResult]] = {}
     planned = [
-        _Run(scenario, name, seed, mode, load_state, name == policies[0], saved_state is not None)
+        _Run(
+            scenario,
+            name,
+            seed,
+            mode,
+            load_state,
+            with_bound and name == policies[0],
+            saved_state is not None,
+        )
         for seed in seeds
         for name in policies
     ]
@@ -317,6 +335,11 @@ def run_scenario(
             progress(
                 f"{scenario.name}: {run.name} seed {run.seed}: makespan {done.result.makespan_s:.0f} s, "
                 f"{done.result.events} events in {done.seconds:.1f} s"
+                + (
+                    f" (the seed's lower bound {done.bound_seconds:.1f} s of it)"
+                    if done.bound is not None
+                    else ""
+                )
             )
 
     # Gathered in the serial order whatever order they end in: results.json is the same bytes for any ``workers``.
@@ -326,7 +349,7 @@ def run_scenario(
         raw.setdefault(run.name, []).append(done.result)
         if saved_state is not None and done.state is not None:  # each entry's after its last seed's run
             saved_state[run.name] = done.state
-    out["lower_bound"] = {k: _finite_mean([b[k] for b in bounds]) for k in bounds[0]}
+    out["lower_bound"] = {k: _finite_mean([b[k] for b in bounds]) for k in bounds[0]} if bounds else None
     out["lower_bound_per_seed"] = [
         {k: (None if math.isnan(v) else v) for k, v in b.items()} for b in bounds
     ]  # each seed's, in the order of ``seeds`` (a bound holds seed by seed)
