@@ -27,7 +27,6 @@ import cProfile
 import os
 import pstats
 import re
-import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -45,7 +44,8 @@ DAY_TARGET_S = 60.0
 DAY_1000_TARGET_S = 300.0
 #: run_scenario's progress line.
 PROGRESS = re.compile(
-    r"(?P<events>\d+) events in (?P<seconds>[\d.]+) s(?: \(the seed's lower bound (?P<bound>[\d.]+) s of it\))?$"
+    r"(?P<events>\d+) events in (?P<seconds>[\d.]+) s(?: \(the seed's lower bound (?P<bound>[\d.]+) s of "
+    r"it\))?, peak memory (?P<rss>\d+) MiB$"
 )
 
 
@@ -92,11 +92,6 @@ def _dumped(scenario: Scenario) -> dict[str, object]:
     return data
 
 
-def _peak_rss_mib() -> float:
-    """The largest resident set of any finished child process (a run's worker), MiB (Linux: ru_maxrss in KiB)."""
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-
-
 def sweep(
     scenario: Scenario,
     policies: list[str],
@@ -107,6 +102,7 @@ def sweep(
 ) -> dict[str, Any]:
     """Every (policy, seed) run of ``scenario`` in hadoop mode, ``workers`` at once; prints each as it ends."""
     runs: list[tuple[str, float]] = []
+    peak_mib = [0]
 
     def progress(line: str) -> None:
         # "<scenario>: <policy> seed <s>: makespan <m> s, <events> events in <t> s[ (the seed's lower bound <b>
@@ -115,6 +111,7 @@ def sweep(
         assert found is not None, line
         events, seconds = int(found["events"]), float(found["seconds"])
         own = seconds - float(found["bound"] or 0.0)
+        peak_mib[0] = max(peak_mib[0], int(found["rss"]))
         runs.append((line.split(": ")[1], own))
         print(f"{line}: the policy's run {own:.1f} s = {events / own:,.0f} events/s", flush=True)
 
@@ -129,7 +126,7 @@ def sweep(
         f"{scenario.name}: {len(runs)} runs ({len(policies)} policies x {len(seeds)} seeds) in {wall:.0f} s "
         f"with {workers} at once; slowest run {slowest[0]} {slowest[1]:.1f} s (target < {target_s:.0f} s: "
         f"{'met by every run' if not over else f'{len(over)} over: ' + ', '.join(over)}); peak memory of a "
-        f"run {_peak_rss_mib():.0f} MiB",
+        f"run's process {peak_mib[0]} MiB",
         flush=True,
     )
     summary["_first"] = first

@@ -43,9 +43,16 @@ class GreedyInformed(Policy):
             for name in offered
         }
         placements: list[Placement] = []
+        # The kinds some offered node has a slot for: a task of another kind fits nowhere (Snapshot.fits), so
+        # its jobs' pending tasks need no scan (most heartbeats of a busy day find the node full).
+        open_kinds = _open_kinds(snapshot, offered)
+        if not open_kinds:
+            return placements
         for job in sorted(snapshot.jobs, key=lambda j: j.submit_s):
             kinds: tuple[TaskType, ...] = ("map", "reduce") if job.reduces_allowed() else ("map",)
             for kind in kinds:
+                if kind not in open_kinds:
+                    continue
                 for task in self._pending.of(job, kind):
                     best, best_t, second = None, float("inf"), None
                     for name in offered:
@@ -77,6 +84,7 @@ class GreedyInformed(Policy):
                     load[best] += 1
                     memory[best] += self.truth.demand_of(task, best).memory_mb
                     placements.append(placement)
+                    open_kinds = _open_kinds(snapshot, offered)
             if not any(snapshot.free_slots(name, kind) > 0 for name in offered for kind in ("map", "reduce")):
                 break
         return placements
@@ -86,3 +94,13 @@ class GreedyInformed(Policy):
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         return self.schedule_round(snapshot, [node])
+
+
+def _open_kinds(snapshot: ClusterSnapshot, offered: list[str]) -> set[TaskType]:
+    """The task kinds for which some offered node has a slot left (the first test of ``ClusterSnapshot.fits``)."""
+    kinds: tuple[TaskType, ...] = ("map", "reduce")
+    return {
+        kind
+        for kind in kinds
+        if any(snapshot.nodes[name].slots(kind) - snapshot.running_on(name, kind) > 0 for name in offered)
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import math
 import multiprocessing
+import resource
 import statistics
 import time
 from collections.abc import Callable
@@ -225,6 +226,7 @@ class _RunOutput:
     state: dict[str, Any] | None
     seconds: float  # the whole run: jobs built, the seed's lower bound if this run computed it, the replay
     bound_seconds: float = 0.0  # of which the lower bound (once per seed, with its first policy's run)
+    peak_rss_mib: float = 0.0  # the largest resident set of the process that ran it, so far
 
 
 def _run_one(run: _Run) -> _RunOutput:
@@ -249,7 +251,8 @@ def _run_one(run: _Run) -> _RunOutput:
         result = sim.run()
         if run.with_state:
             state = sim.policy.state()
-    return _RunOutput(result, bound, state, time.monotonic() - started, bound_seconds)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    return _RunOutput(result, bound, state, time.monotonic() - started, bound_seconds, peak)
 
 
 def _run_all(runs: list[_Run], workers: int, report: Callable[[_Run, _RunOutput], None]) -> list[_RunOutput]:
@@ -340,6 +343,7 @@ def run_scenario(
                     if done.bound is not None
                     else ""
                 )
+                + f", peak memory {done.peak_rss_mib:.0f} MiB"
             )
 
     # Gathered in the serial order whatever order they end in: results.json is the same bytes for any ``workers``.
