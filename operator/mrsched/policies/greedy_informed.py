@@ -37,18 +37,23 @@ class GreedyInformed(Policy):
             )
         caps = self.truth.capabilities
         offered = [name for name in nodes if name in snapshot.nodes]
-        load = {name: snapshot.running_on(name) for name in offered}
-        memory = {
-            name: sum(self.truth.demand_of(a.task, name).memory_mb for a in snapshot.running.get(name, ()))
-            for name in offered
-        }
         placements: list[Placement] = []
         # The kinds some offered node has a slot for: a task of another kind fits nowhere (Snapshot.fits), so
         # its jobs' pending tasks need no scan (most heartbeats of a busy day find the node full).
         open_kinds = _open_kinds(snapshot, offered)
         if not open_kinds:
             return placements
-        for job in sorted(snapshot.jobs, key=lambda j: j.submit_s):
+        load = {name: snapshot.running_on(name) for name in offered}
+        memory = {
+            name: sum(self.truth.demand_of(a.task, name).memory_mb for a in snapshot.running.get(name, ()))
+            for name in offered
+        }
+        # Whether any offered node can take another task: changed only by this round's placements.
+        room = _any_room(snapshot, offered)
+        ordered = snapshot.memo_jobs(
+            "greedy-informed.order", lambda: sorted(snapshot.jobs, key=lambda j: j.submit_s)
+        )
+        for job in ordered:
             kinds: tuple[TaskType, ...] = ("map", "reduce") if job.reduces_allowed() else ("map",)
             for kind in kinds:
                 if kind not in open_kinds:
@@ -85,7 +90,8 @@ class GreedyInformed(Policy):
                     memory[best] += self.truth.demand_of(task, best).memory_mb
                     placements.append(placement)
                     open_kinds = _open_kinds(snapshot, offered)
-            if not any(snapshot.free_slots(name, kind) > 0 for name in offered for kind in ("map", "reduce")):
+                    room = _any_room(snapshot, offered)
+            if not room:
                 break
         return placements
 
@@ -104,3 +110,8 @@ def _open_kinds(snapshot: ClusterSnapshot, offered: list[str]) -> set[TaskType]:
         for kind in kinds
         if any(snapshot.nodes[name].slots(kind) - snapshot.running_on(name, kind) > 0 for name in offered)
     }
+
+
+def _any_room(snapshot: ClusterSnapshot, offered: list[str]) -> bool:
+    """Some offered node has a free slot of either kind (by requests: room for the smallest pod)."""
+    return any(snapshot.free_slots(name, kind) > 0 for name in offered for kind in ("map", "reduce"))
