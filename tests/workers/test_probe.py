@@ -115,3 +115,34 @@ def test_other_probes_scratch_directories_are_left_alone(worker: Worker) -> None
     (other / "probe.bin").write_bytes(b"x")
     worker.run("probe", env=probe_env("base"))
     assert leftovers(worker) == [other.parent, other, other / "probe.bin"]
+
+
+def test_a_sigterm_held_back_while_the_scratch_directory_is_made_still_removes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SIGTERM that arrives while the directory is being made is delivered as soon as it is made: the
+    directory must already be owned by the cleanup then (CI once found it left behind, 1 run in many)."""
+    import threading
+
+    from mrworker.errors import Terminated
+
+    made = worker_probe._make_private_dir
+
+    def make_then_sigterm(parent: Path, prefix: str) -> Path:
+        work = made(parent, prefix)
+        # To this thread, as the kernel sends it to the single-threaded worker: held back here, delivered on
+        # leaving the deferral (os.kill could land on another of pytest's threads, where nothing holds it back).
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+        return work
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    monkeypatch.setattr(worker_probe, "_make_private_dir", make_then_sigterm)
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        with pytest.raises(Terminated), worker_probe.scratch_dir(tmp_path):
+            pytest.fail("the probe's work must not start after a SIGTERM")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert sorted(tmp_path.rglob("*")) == []

@@ -125,13 +125,17 @@ def scratch_dir(data_dir: Path) -> Iterator[Path]:
     """A new private directory under ``<data>/.mrsched-probe``, removed with its contents when done."""
     parent = data_dir / PROBE_DIR
     prefix = f"{socket.gethostname()}-"  # a pod's host name is its name: says whose leftovers they are
-    with _sigterm_deferred():  # no window between creating the directory and owning its removal
-        work = _make_private_dir(parent, prefix)
+    work: Path | None = None
     try:
+        # No window between creating the directory and owning its removal: a SIGTERM held back meanwhile is
+        # raised on leaving the deferral, already inside this try.
+        with _sigterm_deferred():
+            work = _make_private_dir(parent, prefix)
         yield work
     finally:
         with _sigterm_deferred():  # SIGTERM must not interrupt the removal either
-            shutil.rmtree(work, ignore_errors=True)
+            if work is not None:
+                shutil.rmtree(work, ignore_errors=True)
             with contextlib.suppress(OSError):  # not empty: other probes are at work there
                 parent.rmdir()
 
