@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mrsched.core.catalog import expand_layout
+from mrsched.simulator.engine import SimulationResult
 from mrsched.simulator.report import write_report
 from mrsched.simulator.run import build_simulation, run_scenario
 from mrsched.simulator.scenario import Scenario, load_scenario
@@ -61,9 +62,7 @@ def scaled_day(scenario: Scenario, factor: int = 10) -> Scenario:
             groups.append(dumped)
     cluster = scenario.cluster.model_dump(by_alias=True, exclude_none=True)
     cluster["nodes"] = groups
-    nodes = len(
-        expand_layout(Scenario.model_validate({**_dumped(scenario), "cluster": cluster}).cluster.nodes)
-    )
+    nodes = len(expand_layout(scenario.cluster.nodes)) * factor
     trace = scenario.workload.trace
     assert trace is not None
     workload = scenario.workload.model_dump(by_alias=True, exclude_none=True)
@@ -92,8 +91,9 @@ def sweep(
     workers: int,
     target_s: float,
     with_bound: bool = True,
-) -> dict[str, Any]:
-    """Every (policy, seed) run of ``scenario`` in hadoop mode, ``workers`` at once; prints each as it ends."""
+) -> tuple[dict[str, Any], dict[str, SimulationResult], str]:
+    """Every (policy, seed) run of ``scenario`` in hadoop mode, ``workers`` at once; prints each as it ends.
+    Returns run_scenario's summary and first-seed results, and the slowest run's policy."""
     runs: list[tuple[str, float]] = []
     peak_mib = [0]
 
@@ -122,9 +122,7 @@ def sweep(
         f"run's process {peak_mib[0]} MiB",
         flush=True,
     )
-    summary["_first"] = first
-    summary["_slowest"] = slowest[0].split(" seed ")[0]
-    return summary
+    return summary, first, slowest[0].split(" seed ")[0]
 
 
 def profile(scenario: Scenario, policy: str, top: int) -> None:
@@ -162,19 +160,18 @@ def main() -> None:
     if args.only in (None, "day"):
         policies = args.policies.split(",") if args.policies else day.policies
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else day.seeds
-        summary = sweep(day, policies, seeds, args.jobs, DAY_TARGET_S)
-        first, slowest = summary.pop("_first"), summary.pop("_slowest")
+        summary, first, slowest = sweep(day, policies, seeds, args.jobs, DAY_TARGET_S)
         write_report(summary, first, args.out)
         print(f"wrote {args.out}/results.json, jobs.json.gz, report.md and plots", flush=True)
         if args.profile:
             profile(day, slowest, args.profile)
     if args.only in (None, "day-1000"):
         large = scaled_day(day)
-        summary = sweep(
+        _, _, slowest = sweep(
             large, args.large_policies.split(","), [1], args.jobs, DAY_1000_TARGET_S, with_bound=False
         )
         if args.profile:
-            profile(large, summary["_slowest"], args.profile)
+            profile(large, slowest, args.profile)
 
 
 if __name__ == "__main__":
