@@ -126,6 +126,78 @@ def test_fit_keeps_alphas_non_negative() -> None:
     assert fit.lam["b"] == pytest.approx(8.5)  # the mean of 10 and 7 once α_d is 0
 
 
+def _full_design_fit(
+    obs: list[Observation], profiles: dict[str, Profile], fixed: dict[str, tuple[float, float]]
+) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+    """Eq 4.12 fitted the direct way, as fit_load_model did before its fixed-effects solve: one least
+    squares over a design with a column per application and two per free class, pinning the most negative α."""
+    rows = [o for o in obs if o.duration_s > 0 and o.app in profiles and all(a in profiles for a in o.mix)]
+    apps = sorted({o.app for o in rows})
+    classes = sorted({o.node_class for o in rows} - set(fixed))
+    design = np.zeros((len(rows), len(apps) + 2 * len(classes)))
+    target = np.array([o.duration_s for o in rows])
+    for r, o in enumerate(rows):
+        mix = list(o.mix)
+        rc, rd = load_ratios(
+            np.array([profiles[a].cpu_s for a in mix]), np.array([profiles[a].io_mb for a in mix])
+        )
+        x = np.array([o.mix[a] for a in mix])
+        lc, ld = float(rc @ x), float(rd @ x)
+        p = profiles[o.app]
+        design[r, apps.index(o.app)] = 1.0
+        if o.node_class in fixed:
+            target[r] -= fixed[o.node_class][0] * p.cpu_s * lc**2 + fixed[o.node_class][1] * p.io_mb * ld**2
+        else:
+            k = len(apps) + 2 * classes.index(o.node_class)
+            design[r, k], design[r, k + 1] = p.cpu_s * lc**2, p.io_mb * ld**2
+    active = np.ones(design.shape[1], dtype=bool)
+    coef = np.zeros(design.shape[1])
+    while True:
+        coef[:] = 0.0
+        coef[active] = np.linalg.lstsq(design[:, active], target, rcond=None)[0]
+        if coef[len(apps) :].min(initial=0.0) >= 0:
+            break
+        active[len(apps) + int(np.argmin(coef[len(apps) :]))] = False
+    lam = {a: float(coef[i]) for i, a in enumerate(apps)}
+    alpha = {
+        k: (float(coef[len(apps) + 2 * i]), float(coef[len(apps) + 2 * i + 1])) for i, k in enumerate(classes)
+    }
+    return lam, alpha
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fixed_effects_fit_is_the_full_least_squares(seed: int) -> None:
+    # Noisy windows of many jobs on three classes, one of them fixed offline, and a fourth seen only by a job of
+    # its own at a single load (its demeaned loads are all zero: the rank-deficient case). The fixed-effects solve must
+    # give the full design's least squares, pinned α's included (noise makes some negative).
+    rng = np.random.default_rng(seed)
+    apps = [f"job-{j}" for j in range(40)]
+    profiles = {a: Profile(float(rng.uniform(1, 30)), float(rng.uniform(0, 500)), 200.0) for a in apps}
+    obs = []
+    for _ in range(600):
+        cls = str(rng.choice(["fast", "slow", "offline"]))
+        running = list(rng.choice(apps, size=int(rng.integers(1, 5)), replace=False))
+        mix = {a: float(rng.uniform(0.5, 6)) for a in running}
+        # "fast" gets quicker under load: its α's are negative in the unconstrained fit, so they are pinned.
+        duration = 40 - 1.5 * sum(mix.values()) if cls == "fast" else rng.uniform(5, 60)
+        obs.append(Observation(running[0], cls, float(duration + rng.normal(0, 2)), mix))
+    profiles["solo"] = Profile(5.0, 50.0, 200.0)
+    obs += [Observation("solo", "lonely", t, {"solo": 2.0}) for t in (20.0, 25.0)]
+    fixed = {"offline": (0.01, 0.002)}
+    lam, alpha = _full_design_fit(obs, profiles, fixed)
+    fit = fit_load_model(obs, profiles, fixed)
+    # Equal to rounding: the unidentified direction comes from an SVD of the demeaned loads, not of the full
+    # design, so both carry rounding amplified by the design's conditioning (seen: 3e-9 relative in λ, 2e-9
+    # absolute in the α's of "lonely", whose null direction mixes an α of 1e-4 with one of 0.14).
+    for a, value in lam.items():
+        if value > 0:  # a λ ≤ 0 is replaced by the shortest time, tested on its own
+            assert fit.lam[a] == pytest.approx(value, rel=1e-7)
+    for cls, value in alpha.items():
+        assert fit.alpha[cls] == pytest.approx(value, rel=1e-7, abs=1e-8)
+    assert fit.alpha["offline"] == fixed["offline"]
+    assert 0.0 in fit.alpha["fast"]  # the pinning was exercised
+
+
 def test_fit_skips_observations_with_unprofiled_neighbours() -> None:
     profiles = {"a": Profile(1.0, 0.0, 100.0)}
     obs = [

@@ -249,10 +249,25 @@ class Fit:
     rmse: float = 0.0
 
 
+def load_terms(observation: Observation, profiles: dict[str, Profile]) -> tuple[float, float] | None:
+    """Eq 4.12's load regressors of one observation, c_j·L_c² and d_j·L_d² (j its application, the loads of
+    the mix it ran in, §4.2.2); None while an application of its mix (or its own) has no profile yet."""
+    if observation.app not in profiles or not all(a in profiles for a in observation.mix):
+        return None
+    mix_apps = list(observation.mix)
+    c = np.array([profiles[a].cpu_s for a in mix_apps])
+    d = np.array([profiles[a].io_mb for a in mix_apps])
+    rc, rd = load_ratios(c, d)
+    lc, ld = node_loads(np.array([observation.mix[a] for a in mix_apps]), rc, rd)
+    p = profiles[observation.app]
+    return p.cpu_s * lc**2, p.io_mb * ld**2
+
+
 def fit_load_model(
     observations: list[Observation],
     profiles: dict[str, Profile],
     fixed_alpha: dict[str, tuple[float, float]] | None = None,
+    terms: list[tuple[float, float] | None] | None = None,
 ) -> Fit:
     """Least-squares fit of Eq 4.12 (minimum RMSE, §4.2.3), linear in the unknowns: one λ_j per application
     (shared by every node class, I4-3) and α_c, α_d per node class. Rows: t = λ_app + α_c·c·L_c² + α_d·d·L_d².
@@ -261,59 +276,92 @@ def fit_load_model(
 
     ``fixed_alpha`` holds the node classes whose α's were fitted offline (§4.2.3): their load terms move to
     the target side and only λ (and the other classes' α's) are fitted, so that λ_j is j's observed times
-    normalised to an unloaded node by the offline model (I4-7)."""
+    normalised to an unloaded node by the offline model (I4-7).
+
+    ``terms``, if given, is :func:`load_terms` of each observation, in order (a caller refitting a sliding
+    window computes each row's once). The λ's are one-way fixed effects, so the fit is solved by
+    Frisch-Waugh-Lovell (:func:`_solve_fixed_effects`): linear in rows, where a design with one column per
+    application was cubic in them on a window of a few hundred jobs."""
     fixed = fixed_alpha or {}
-    rows = [
-        o
-        for o in observations
-        if o.duration_s > 0 and o.app in profiles and all(a in profiles for a in o.mix)
-    ]
+    if terms is None:
+        terms = [load_terms(o, profiles) for o in observations]
+    rows = [(o, t) for o, t in zip(observations, terms, strict=True) if o.duration_s > 0 and t is not None]
     if not rows:
         return Fit(alpha={k: (float(v[0]), float(v[1])) for k, v in fixed.items()})
-    apps = sorted({o.app for o in rows})
-    classes = sorted({o.node_class for o in rows} - set(fixed))
+    apps = sorted({o.app for o, _ in rows})
+    classes = sorted({o.node_class for o, _ in rows} - set(fixed))
     a_col = {a: i for i, a in enumerate(apps)}
-    k_col = {k: len(apps) + 2 * i for i, k in enumerate(classes)}
-    design = np.zeros((len(rows), len(apps) + 2 * len(classes)))
-    target = np.array([o.duration_s for o in rows])
-    for r, o in enumerate(rows):
-        mix_apps = list(o.mix)
-        c = np.array([profiles[a].cpu_s for a in mix_apps])
-        d = np.array([profiles[a].io_mb for a in mix_apps])
-        x = np.array([o.mix[a] for a in mix_apps])
-        rc, rd = load_ratios(c, d)
-        lc, ld = node_loads(x, rc, rd)
-        p = profiles[o.app]
-        design[r, a_col[o.app]] = 1.0
-        if o.node_class in fixed:
-            alpha_c, alpha_d = fixed[o.node_class]
-            target[r] -= alpha_c * p.cpu_s * lc**2 + alpha_d * p.io_mb * ld**2
-            continue
-        design[r, k_col[o.node_class]] = p.cpu_s * lc**2
-        design[r, k_col[o.node_class] + 1] = p.io_mb * ld**2
-    active = np.ones(design.shape[1], dtype=bool)
-    coef = np.zeros(design.shape[1])
-    for _ in range(design.shape[1]):  # α ≥ 0 (digest §4.1.4): pin the most negative α at 0 and refit
-        coef[:] = 0.0
-        sol, *_ = np.linalg.lstsq(design[:, active], target, rcond=None)
-        coef[active] = sol
-        alphas = coef[len(apps) :]
-        if len(alphas) == 0 or alphas.min() >= 0:
+    k_col = {k: 2 * i for i, k in enumerate(classes)}
+    group = np.array([a_col[o.app] for o, _ in rows])
+    target = np.array([o.duration_s for o, _ in rows])
+    cpu_term = np.array([t[0] for _, t in rows])
+    io_term = np.array([t[1] for _, t in rows])
+    fixed_c = np.array([fixed[o.node_class][0] if o.node_class in fixed else 0.0 for o, _ in rows])
+    fixed_d = np.array([fixed[o.node_class][1] if o.node_class in fixed else 0.0 for o, _ in rows])
+    target = target - (fixed_c * cpu_term + fixed_d * io_term)
+    load = np.zeros((len(rows), 2 * len(classes)))
+    col = np.array([k_col.get(o.node_class, -1) for o, _ in rows])
+    free = col >= 0
+    load[free, col[free]] = cpu_term[free]
+    load[free, col[free] + 1] = io_term[free]
+    active = np.ones(load.shape[1], dtype=bool)
+    alphas = np.zeros(load.shape[1])
+    for _ in range(load.shape[1] + 1):  # α ≥ 0 (digest §4.1.4): pin the most negative α at 0 and refit
+        alphas[:] = 0.0
+        lam, alphas[active] = _solve_fixed_effects(group, len(apps), load[:, active], target)
+        if not np.any(alphas < 0):
             break
-        worst = len(apps) + int(np.argmin(alphas))
+        worst = int(np.argmin(alphas))
         active[worst] = False
-        coef[worst] = 0.0
-    residual = design @ coef - target
-    shortest = {a: min(o.duration_s for o in rows if o.app == a) for a in apps}
-    alpha = {k: (float(coef[k_col[k]]), float(coef[k_col[k] + 1])) for k in classes}
+    residual = lam[group] + load @ alphas - target
+    shortest = np.full(len(apps), np.inf)
+    np.minimum.at(shortest, group, np.array([o.duration_s for o, _ in rows]))
+    alpha = {k: (float(alphas[k_col[k]]), float(alphas[k_col[k] + 1])) for k in classes}
     alpha.update({k: (float(v[0]), float(v[1])) for k, v in fixed.items()})
     return Fit(
         # λ_j ≤ 0 (the load term over-explains j's times) would make j worthless in Eq 4.16 for ever: use
         # j's shortest observed time instead, an upper bound of its unloaded time.
-        lam={a: float(coef[a_col[a]]) if coef[a_col[a]] > 0 else shortest[a] for a in apps},
+        lam={a: float(lam[i]) if lam[i] > 0 else float(shortest[i]) for i, a in enumerate(apps)},
         alpha=alpha,
         rmse=float(np.sqrt(np.mean(residual**2))),
     )
+
+
+def _solve_fixed_effects(
+    group: npt.NDArray[np.intp], groups: int, load: Vector, target: Vector
+) -> tuple[Vector, Vector]:
+    """The minimum-norm least squares of target ≈ λ[group] + load·α (what one ``np.linalg.lstsq`` on the design
+    [group indicators | load] gives), by Frisch-Waugh-Lovell: α from the within-group (demeaned) regression,
+    then λ_g = mean over g of (target − load·α), in O(rows × columns) instead of a design with a column per
+    group.
+
+    The demeaned loads are often rank-deficient: a class whose every job ran one map (or ran them all at one
+    load) has all-zero demeaned columns. Its α is then not identified, and every α + V·z (V spanning the
+    demeaned loads' null space) with λ = λ₀ − M·V·z (M the group means of the loads) fits equally well; the
+    full design's minimum-norm solution is the z minimising |λ|² + |α|², a least squares with one column per
+    null direction."""
+    counts = np.bincount(group, minlength=groups).astype(np.float64)
+
+    def group_mean(values: Vector) -> Vector:
+        return np.bincount(group, weights=values, minlength=groups) / counts
+
+    if load.shape[1] == 0:
+        return group_mean(target), np.zeros(0)
+    means = np.column_stack([group_mean(column) for column in load.T])
+    centred_load = load - means[group]
+    u, singular, vt = np.linalg.svd(centred_load, full_matrices=False)
+    # numpy's lstsq cut-off for "zero" singular values (rcond=None)
+    identified = singular > singular.max(initial=0.0) * max(centred_load.shape) * np.finfo(np.float64).eps
+    centred_target = target - group_mean(target)[group]
+    alpha = vt[identified].T @ ((u[:, identified].T @ centred_target) / singular[identified])
+    lam = group_mean(target - load @ alpha)
+    if not identified.all():
+        null = vt[~identified].T
+        moves = means @ null
+        z, *_ = np.linalg.lstsq(np.vstack([moves, -null]), np.concatenate([lam, alpha]), rcond=None)
+        alpha = alpha + null @ z
+        lam = lam - moves @ z
+    return lam, alpha
 
 
 # --- the policy -----------------------------------------------------------------------------------------
@@ -381,6 +429,7 @@ class Dara(SlotPolicy):
         self.fit = Fit()
         self.fitted_classes: set[str] = set()
         self.observations: deque[Observation] = deque(maxlen=self.cfg.window)
+        self._row_cache: dict[int, tuple[Observation, tuple[float, float] | None, float]] = {}
         self.optimal: dict[str, dict[str, int]] = {}  # node -> app -> x*
         self._members: tuple[str, ...] = ()  # applications in the optimisation, submission order
         self._since_fit = 0
@@ -489,14 +538,15 @@ class Dara(SlotPolicy):
         # fitted would otherwise be frozen for good, and the profile never read (seen on gupta-ch3-comb1: Pi's
         # λ stuck at 1.46 s against its 3.7 CPU-s).
         previous = {job: lam for job, lam in self.fit.lam.items() if job in self._measured}
-        self.fit = fit_load_model(obs, self.profiles, self.offline)
+        rows = self._rows(obs)
+        self.fit = fit_load_model(obs, self.profiles, self.offline, [terms for terms, _ in rows])
         fitted = set(self.offline)
+        loads: dict[str, list[float]] = {}
+        for o, (_, load) in zip(obs, rows, strict=True):
+            loads.setdefault(o.node_class, []).append(load)
         for cls in set(self.fit.alpha) - fitted:
-            loads = [sum(o.mix.values()) for o in obs if o.node_class == cls]
-            if (
-                len(loads) >= self.cfg.min_observations
-                and max(loads) - min(loads) >= self.cfg.min_load_spread
-            ):
+            seen = loads.get(cls, [])
+            if len(seen) >= self.cfg.min_observations and max(seen) - min(seen) >= self.cfg.min_load_spread:
                 fitted.add(cls)
         self.fitted_classes = fitted
         if self.cfg.lambda_from == "profile":
@@ -513,6 +563,29 @@ class Dara(SlotPolicy):
         # so its maps would wait beside the other jobs' for ever.
         for app, lam in previous.items():
             self.fit.lam.setdefault(app, lam)
+
+    def _rows(self, obs: list[Observation]) -> list[tuple[tuple[float, float] | None, float]]:
+        """Each observation's :func:`load_terms` and total container count, computed once per observation:
+        both are fixed once its mix's applications have profiles (a job's profile is set once and never
+        changes), and a refit every ``refitEvery`` maps would otherwise redo the whole window's. Entries are
+        keyed by id() and hold the observation itself, so an id is not reused while its entry lives; those
+        that left the window are dropped."""
+        cache: dict[int, tuple[Observation, tuple[float, float] | None, float]] = {}
+        rows = []
+        for o in obs:
+            hit = self._row_cache.get(id(o))
+            if hit is not None and hit[0] is o and hit[1] is not None:
+                entry = hit
+            else:
+                entry = (
+                    o,
+                    load_terms(o, self.profiles),
+                    hit[2] if hit is not None and hit[0] is o else sum(o.mix.values()),
+                )
+            cache[id(o)] = entry
+            rows.append((entry[1], entry[2]))
+        self._row_cache = cache
+        return rows
 
     def _profile_lambda(self, first: Observation) -> float:
         """I4-7: λ_j from the profiling map: its duration minus Eq 4.12's load term at the mix it ran in,
