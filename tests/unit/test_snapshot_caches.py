@@ -54,6 +54,19 @@ def test_memo_is_recomputed_when_a_job_or_attempt_changes() -> None:
     assert len(calls) == 3
 
 
+def test_memo_is_recomputed_when_a_node_is_replaced() -> None:
+    # What memo keeps may read a node's slots (coupling's nodes with a free slot): a replaced node (self-adaptive
+    # slots' new slot count, a fault's slowdown) changes neither jobs nor attempts, but must not be served stale.
+    snap = _snapshot()
+
+    def with_free_map_slot() -> list[str]:
+        return [n for n in snap.nodes if snap.free_slots(n, "map") > 0]
+
+    assert snap.memo("free", with_free_map_slot) == ["n0", "n1", "n2"]
+    snap.replace_node("n1", replace(snap.nodes["n1"], map_slots=0))
+    assert snap.memo("free", with_free_map_slot) == ["n0", "n2"]
+
+
 def test_task_counts_and_jobs_memo_survive_placements_and_follow_the_owners_changes() -> None:
     """running_tasks / pending_tasks are kept exact by commit (no recount), memo_jobs' values too (a placement
     does not change them), and the owner's touch recounts and recomputes."""
@@ -159,7 +172,16 @@ def _scenario(concurrency: str = "slots") -> Scenario:
                 "concurrency": concurrency,
             },
             "workload": {"jobs": jobs},
-            "policies": ["fifo", "fair", "capacity", "adaptive-slots", "lsps", "dara", "diagnosis"],
+            "policies": [
+                "fifo",
+                "fair",
+                "capacity",
+                "adaptive-slots",
+                "lsps",
+                "coupling",
+                "dara",
+                "diagnosis",
+            ],
             "seeds": [1],
         }
     )

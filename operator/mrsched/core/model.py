@@ -257,6 +257,7 @@ class ClusterSnapshot:
         old, totals = self.nodes.get(name), self._slot_totals
         self.nodes[name] = node
         self._capacity_totals.clear()
+        self._memo_version = -1  # a node's slots or allocatable may be in what :meth:`memo` keeps
         if old is None or totals is None or old.by_requests != node.by_requests:
             self._slot_totals = None
         else:  # kept exact by the difference: self-adaptive slots replaces a node on each of its heartbeats
@@ -268,9 +269,9 @@ class ClusterSnapshot:
 
     def memo(self, key: Hashable, compute: Callable[[], _T]) -> _T:
         """``compute()`` once per :attr:`version`: for values that depend on which tasks run (what is left of a
-        node's allocatable, DARA's window), which change only when a job or a running attempt does, while a
-        cluster's heartbeats come far more often; what a placement cannot change goes in :meth:`memo_jobs`.
-        Callers must not mutate what it returns."""
+        node's allocatable, DARA's window, the nodes with a free slot), which change only when a job or a running
+        attempt does (or a node is replaced), while a cluster's heartbeats come far more often; what a placement
+        cannot change goes in :meth:`memo_jobs`. Callers must not mutate what it returns."""
         if self._memo_version != self.version:
             self._memo.clear()
             self._memo_version = self.version

@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import Field
 
 from mrsched.core.locality import hops_across_racks, hops_within_rack
-from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskOutcome
+from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskOutcome, TaskType
 from mrsched.core.policy import PolicyConfig, register
 from mrsched.policies.fair import Fair, FairConfig
 from mrsched.policies.slots import SlotPolicy
@@ -110,6 +110,13 @@ def transfer_costs(job: Job, snapshot: ClusterSnapshot, nodes: list[str]) -> dic
         in_rack = by_rack.get(snapshot.nodes[v].rack, 0.0)
         costs[v] = same * (in_rack - own) + cross * (total - in_rack)
     return costs
+
+
+def _with_free_slot(snapshot: ClusterSnapshot, kind: TaskType) -> list[str]:
+    """The nodes with a free slot of ``kind`` (V_m, V_r), in the snapshot's order, once per snapshot version."""
+    return snapshot.memo(
+        ("coupling.free", kind), lambda: [n for n in snapshot.nodes if snapshot.free_slots(n, kind) > 0]
+    )
 
 
 def beta(pending: int, free_nodes_estimate: float) -> float:
@@ -223,7 +230,13 @@ class Coupling(SlotPolicy):
             others = self.rng.sample(others, self.cfg.sampled_nodes)
         k = max(len(others), 1)
         k1 = sum(1 for n in others if index.has_local(n))
-        k2 = sum(1 for n in others if snapshot.free_slots(n, "map") > 0)
+        if (
+            len(others) == len(snapshot.nodes) - 1
+        ):  # every other node: those with a free map slot, once a version
+            free_map = _with_free_slot(snapshot, "map")
+            k2 = len(free_map) - (1 if snapshot.free_slots(node, "map") > 0 else 0)
+        else:
+            k2 = sum(1 for n in others if snapshot.free_slots(n, "map") > 0)
         local_fraction = k1 / k
         free_estimate = (len(snapshot.nodes) - 1) * k2 / k
         b = self.cfg.beta if self.cfg.beta is not None else beta(job.unstarted("map"), free_estimate)
@@ -245,10 +258,14 @@ class Coupling(SlotPolicy):
 
     def candidate_list(self, snapshot: ClusterSnapshot, job: Job) -> list[str]:
         """L(J): the ≤ D nodes with a free reduce slot (V_r) in increasing Eq 1 cost, random tie-break."""
-        free = [n for n in snapshot.nodes if snapshot.free_slots(n, "reduce") > 0]
+        free = _with_free_slot(snapshot, "reduce")
         if self.cfg.spread_reduces:
             free = [n for n in free if not self._runs_reduce_of(snapshot, n, job)]
-        costs = transfer_costs(job, snapshot, free)
+        # A node's cost does not depend on which others are asked: every node's, once per snapshot version (a
+        # waiting candidate re-ranks the nodes at every heartbeat, and most heartbeats change nothing).
+        costs = snapshot.memo(
+            ("coupling.costs", job.id), lambda: transfer_costs(job, snapshot, list(snapshot.nodes))
+        )
         # Ties are broken at random once per selection, not per heartbeat: the centrality of a job whose nodes
         # tie (no map output yet, or output spread evenly) stays one node for the whole wait, as in the paper.
         ties = self.waiting.ties

@@ -243,10 +243,13 @@ class Lsps(SlotPolicy):
                 self.on_job_submitted(job, snapshot.now)
         for kind in _KINDS:
             total = snapshot.slot_total(kind)
-            jobs = self._snapshot_jobs(snapshot, kind)
-            active = {u for u, _, _, left in jobs if left > 0}
+            active = {
+                j.user
+                for j in snapshot.jobs
+                if len(j.tasks(kind)) > (j.finished_maps if kind == "map" else j.finished_reduces)
+            }
             if self._dirty[kind] or self._totals.get(kind) != total or active != set(self.shares[kind]):
-                self._recompute(kind, jobs, total)
+                self._recompute(kind, self._snapshot_jobs(snapshot, kind), total)
         return by_user
 
     def _pick(
@@ -276,11 +279,13 @@ class Lsps(SlotPolicy):
             free = snapshot.free_slots(node, kind)
             if not self.cfg.assign_multiple:
                 free = min(free, 1)
+            if free <= 0:
+                continue  # nothing to place: the users' holdings below are read only to place
             shares = self.shares[kind]
             held = {u: sum(j.running(kind) for j in by_user.get(u, ())) for u in shares}
             first = {u: by_user[u][0].submit_s if by_user.get(u) else 0.0 for u in shares}
             exhausted: set[str] = set()  # users found without a pending task of ``kind`` this heartbeat
-            for _ in range(max(0, free)):
+            for _ in range(free):
                 order = sorted(shares, key=lambda u: (-(shares[u] - held[u]), first[u], u))
                 placed = False
                 for rank, user in enumerate(order):
