@@ -20,10 +20,8 @@ from mrsched.core.model import (
     Task,
     TaskOutcome,
 )
-from mrsched.policies.dara import (
-    OFFLINE_ALPHAS,
-    Dara,
-    DaraConfig,
+from mrsched.policies.dara import OFFLINE_ALPHAS, Dara, DaraConfig
+from mrsched.policies.dara_model import (
     Fit,
     Observation,
     Profile,

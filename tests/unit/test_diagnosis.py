@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mrsched.core.model import Node, Task, TaskOutcome
-from mrsched.policies.dara import Observation, Profile
+from mrsched.policies.dara_model import Observation, Profile
 from mrsched.policies.diagnosis import (
     Diagnosis,
     DiagnosisConfig,

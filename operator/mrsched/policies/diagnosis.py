@@ -51,9 +51,8 @@ from pydantic import Field
 
 from mrsched.core.model import ClusterSnapshot, Explanation, Node, Placement, Task, TaskOutcome
 from mrsched.core.policy import register
-from mrsched.policies.dara import (
-    Dara,
-    DaraConfig,
+from mrsched.policies.dara import Dara, DaraConfig
+from mrsched.policies.dara_model import (
     Observation,
     Vector,
     feasible_vectors,
