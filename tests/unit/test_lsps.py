@@ -200,6 +200,7 @@ def test_policy_shares_follow_eq7_and_eq8_per_slot_type_and_the_active_set() -> 
     # bob's maps all finish: he is no longer active for map slots, alice's share is every map slot (A4, Eq. 10).
     for i in range(1, 10):
         finish(policy, b1, "map", i, 7.0)
+    snap.touch()  # the owner's word that tasks ended (the simulator's and the operator's way): caches are stale
     policy.refresh(snap)
     assert policy.shares["map"] == pytest.approx({"alice": 22.0})
 

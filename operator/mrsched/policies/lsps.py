@@ -233,6 +233,23 @@ class Lsps(SlotPolicy):
 
     def refresh(self, snapshot: ClusterSnapshot) -> dict[str, list[Job]]:
         """The snapshot's jobs by user (submission order); shares recomputed if stale (A4)."""
+        # Which jobs there are and which users have tasks left change only with the jobs (a task's end, a job's
+        # arrival or departure), not at the far more frequent heartbeats between: read once per jobs version.
+        # The membership sync below is idempotent, so doing it once per version is doing it every time.
+        by_user, active = snapshot.memo_jobs(("lsps.jobs", id(self)), lambda: self._sync_jobs(snapshot))
+        for kind in _KINDS:
+            total = snapshot.slot_total(kind)
+            if (
+                self._dirty[kind]
+                or self._totals.get(kind) != total
+                or active[kind] != self.shares[kind].keys()
+            ):
+                self._recompute(kind, self._snapshot_jobs(snapshot, kind), total)
+        return by_user
+
+    def _sync_jobs(self, snapshot: ClusterSnapshot) -> tuple[dict[str, list[Job]], dict[str, set[str]]]:
+        """Forget jobs gone without a finish, submit jobs not announced; the jobs by user and, per slot type,
+        the users with tasks of it left (active)."""
         by_user: dict[str, list[Job]] = {}
         current = {job.id for job in snapshot.jobs}
         for stale in [job_id for job_id in self._jobs if job_id not in current]:
@@ -241,16 +258,15 @@ class Lsps(SlotPolicy):
             by_user.setdefault(job.user, []).append(job)
             if job.id not in self._jobs:  # not announced (e.g. hand-built or restored): submit it now
                 self.on_job_submitted(job, snapshot.now)
-        for kind in _KINDS:
-            total = snapshot.slot_total(kind)
-            active = {
+        active = {
+            kind: {
                 j.user
                 for j in snapshot.jobs
                 if len(j.tasks(kind)) > (j.finished_maps if kind == "map" else j.finished_reduces)
             }
-            if self._dirty[kind] or self._totals.get(kind) != total or active != set(self.shares[kind]):
-                self._recompute(kind, self._snapshot_jobs(snapshot, kind), total)
-        return by_user
+            for kind in _KINDS
+        }
+        return by_user, active
 
     def _pick(
         self, jobs: list[Job], kind: TaskType, scheme: Scheme, snapshot: ClusterSnapshot, node: str
