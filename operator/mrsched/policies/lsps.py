@@ -247,7 +247,7 @@ class Lsps(SlotPolicy):
                 self._recompute(kind, self._snapshot_jobs(snapshot, kind), total)
         return by_user
 
-    def _sync_jobs(self, snapshot: ClusterSnapshot) -> tuple[dict[str, list[Job]], dict[str, set[str]]]:
+    def _sync_jobs(self, snapshot: ClusterSnapshot) -> tuple[dict[str, list[Job]], dict[TaskType, set[str]]]:
         """Forget jobs gone without a finish, submit jobs not announced; the jobs by user and, per slot type,
         the users with tasks of it left (active)."""
         by_user: dict[str, list[Job]] = {}
