@@ -230,9 +230,8 @@ class Coupling(SlotPolicy):
             others = self.rng.sample(others, self.cfg.sampled_nodes)
         k = max(len(others), 1)
         k1 = sum(1 for n in others if index.has_local(n))
-        if (
-            len(others) == len(snapshot.nodes) - 1
-        ):  # every other node: those with a free map slot, once a version
+        # Every other node asked: count those with a free map slot from the version's list.
+        if len(others) == len(snapshot.nodes) - 1:
             free_map = _with_free_slot(snapshot, "map")
             k2 = len(free_map) - (1 if snapshot.free_slots(node, "map") > 0 else 0)
         else:
