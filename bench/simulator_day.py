@@ -13,7 +13,8 @@
 2. ``day-1000``: the same day on 1,000 nodes, each of the scenario's node groups ten times over (the same three
    classes in the same proportions, 50 racks of 20) and SWIM's byte scaling for that size (sizeScale 0.6 =
    600 / 1,000 machines), under FIFO and Fair (``--large-policies``; add DARA by hand: its 100-node day alone
-   did not finish in 20 minutes, its Eq 4.16 search being exponential in the jobs at once), seed 1: each run's wall time and events/s (target: under 5 minutes a run).
+   did not finish in 20 minutes, its Eq 4.16 search being exponential in the jobs at once), seed 1: each run's
+   wall time and events/s (target: under 5 minutes a run).
    No lower bound there: it draws every task's noise on every node, over an hour at that size.
 
 With ``--profile N`` the slowest policy of each part is replayed once more under cProfile, and the N functions
