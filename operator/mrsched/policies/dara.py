@@ -325,15 +325,11 @@ class Dara(SlotPolicy):
         cache: dict[int, tuple[Observation, tuple[float, float] | None, float]] = {}
         rows = []
         for o in obs:
-            hit = self._row_cache.get(id(o))
-            if hit is not None and hit[0] is o and hit[1] is not None:
-                entry = hit
-            else:
-                entry = (
-                    o,
-                    load_terms(o, self.profiles),
-                    hit[2] if hit is not None and hit[0] is o else sum(o.mix.values()),
-                )
+            entry = self._row_cache.get(id(o))
+            if entry is None or entry[0] is not o:
+                entry = (o, None, sum(o.mix.values()))
+            if entry[1] is None:  # a neighbour's profile may have come since
+                entry = (o, load_terms(o, self.profiles), entry[2])
             cache[id(o)] = entry
             rows.append((entry[1], entry[2]))
         self._row_cache = cache

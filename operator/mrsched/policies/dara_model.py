@@ -198,12 +198,12 @@ def fit_load_model(
     a_col = {a: i for i, a in enumerate(apps)}
     k_col = {k: 2 * i for i, k in enumerate(classes)}
     group = np.array([a_col[o.app] for o, _ in rows])
-    target = np.array([o.duration_s for o, _ in rows])
+    durations = np.array([o.duration_s for o, _ in rows])
     cpu_term = np.array([t[0] for _, t in rows])
     io_term = np.array([t[1] for _, t in rows])
     fixed_c = np.array([fixed[o.node_class][0] if o.node_class in fixed else 0.0 for o, _ in rows])
     fixed_d = np.array([fixed[o.node_class][1] if o.node_class in fixed else 0.0 for o, _ in rows])
-    target = target - (fixed_c * cpu_term + fixed_d * io_term)
+    target = durations - (fixed_c * cpu_term + fixed_d * io_term)
     load = np.zeros((len(rows), 2 * len(classes)))
     col = np.array([k_col.get(o.node_class, -1) for o, _ in rows])
     free = col >= 0
@@ -220,7 +220,7 @@ def fit_load_model(
         active[worst] = False
     residual = lam[group] + load @ alphas - target
     shortest = np.full(len(apps), np.inf)
-    np.minimum.at(shortest, group, np.array([o.duration_s for o, _ in rows]))
+    np.minimum.at(shortest, group, durations)
     alpha = {k: (float(alphas[k_col[k]]), float(alphas[k_col[k] + 1])) for k in classes}
     alpha.update({k: (float(v[0]), float(v[1])) for k, v in fixed.items()})
     return Fit(
