@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-workers bench-operator bench-scale bench-loop bench-live calibrate cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-dara-search bench-workers bench-operator bench-scale bench-loop bench-live calibrate cluster-up cluster-down lock clean manifests
 
 all: test
 
@@ -91,6 +91,9 @@ bench-physics: venv  ## each measured-physics switch (cluster.physics) alone and
 
 bench-dara-alpha: venv  ## DARA's offline alpha by least squares on the simulator's physics (thesis §4.2.3)
 	$(PY) bench/dara_alpha_fit.py --out bench/results/dara-alpha-fit.txt
+
+bench-dara-search: venv  ## DARA's local search (past exhaustiveLimit) against Eq 4.16's exhaustive argmax, into bench/results/dara-search-gap.txt (about 10 minutes)
+	$(PY) bench/dara_search_gap.py --out bench/results/dara-search-gap.txt
 
 bench-workers: venv  ## worker map throughput (MB/s) and peak memory on 8x the sort buffer
 	$(PY) bench/worker_throughput.py --out bench/results/worker-throughput.txt

@@ -57,6 +57,11 @@ Readings and approximations (the thesis is silent or the simulator differs):
 * The search bounds each x_j by the memory cap and by ``boundFactor`` × the single-application optimum
   sqrt(λ_j/K_j) (+2), K_j = c α_c R_c² + d α_d R_d² (digest §4.1.5/4.1.6). This is an approximation: the
   argmax equals plain enumeration whenever the optimum lies inside the bound.
+* [Ours, issue 24] The enumeration grows exponentially with the applications mixed (WL14's five already reach
+  two million vectors; a whole SWIM day mixes dozens of jobs). ``exhaustiveLimit`` (unset: none, the thesis's
+  search) caps it: past that many vectors x* comes from a local search (``dara_model.local_search``), and the
+  placement's explanation says so. Its gap where both run: bench/results/dara-search-gap.txt. The operator
+  sets 200,000 (``mrsched.operator.loop.OPERATOR_DEFAULTS``).
 * Reduces stay with the FairScheduler that DARA extends (the composed Fair policy's order, one per
   heartbeat), as DARA optimises maps only.
 
@@ -98,7 +103,7 @@ from mrsched.policies.dara_model import (
     load_ratios,
     load_terms,
     node_loads,
-    optimal_assignment,
+    search_assignment,
 )
 from mrsched.policies.fair import Fair, FairConfig
 from mrsched.policies.slots import SlotPolicy
@@ -126,6 +131,12 @@ class DaraConfig(PolicyConfig):
     window: int = Field(3000, ge=10)  # observations kept for the fit
     bound_factor: float = Field(2.0, alias="boundFactor", gt=0)
     max_per_app: int = Field(64, alias="maxPerApp", ge=1)
+    #: [Ours, issue 24] None: Eq 4.16 is searched exhaustively, as the thesis does. A number: exhaustively while
+    #: there are at most this many mixes to enumerate, by a local search past it (``dara_model.local_search``;
+    #: its gap to the exhaustive argmax: bench/results/dara-search-gap.txt), since the count grows exponentially
+    #: with the jobs at once (a whole SWIM day: 4 million mixes cost DARA 435 s, 200,000 cost 56 s). The operator
+    #: sets 200,000 (``mrsched.operator.loop.OPERATOR_DEFAULTS``). Explanations say which search gave x*.
+    exhaustive_limit: int | None = Field(None, alias="exhaustiveLimit", ge=1)
     task_memory_mb: float | None = Field(None, alias="taskMemoryMB", gt=0)
     literal: bool = False
     # π^M fitted offline (§4.2.3, Table 4.1's training mixes) per node class: [α_c, α_d]. Classes listed here
@@ -183,6 +194,7 @@ class Dara(SlotPolicy):
         self.observations: deque[Observation] = deque(maxlen=self.cfg.window)
         self._row_cache: dict[int, tuple[Observation, tuple[float, float] | None, float]] = {}
         self.optimal: dict[str, dict[str, int]] = {}  # node -> app -> x*
+        self.searched_locally: set[str] = set()  # nodes whose x* came from the local search, not Eq 4.16's
         self._members: tuple[str, ...] = ()  # applications in the optimisation, submission order
         self._since_fit = 0
         self._clocks: dict[str, _NodeClock] = {}
@@ -294,9 +306,10 @@ class Dara(SlotPolicy):
         self.fit = fit_load_model(obs, self.profiles, self.offline, [terms for terms, _ in rows])
         fitted = set(self.offline)
         loads: dict[str, list[float]] = {}
-        for o, (_, load) in zip(obs, rows, strict=True):
+        unfitted = set(self.fit.alpha) - fitted
+        for o, (_, load) in zip(obs, rows, strict=True) if unfitted else ():
             loads.setdefault(o.node_class, []).append(load)
-        for cls in set(self.fit.alpha) - fitted:
+        for cls in unfitted:
             seen = loads.get(cls, [])
             if len(seen) >= self.cfg.min_observations and max(seen) - min(seen) >= self.cfg.min_load_spread:
                 fitted.add(cls)
@@ -321,18 +334,20 @@ class Dara(SlotPolicy):
         both are fixed once its mix's applications have profiles (a job's profile is set once and never
         changes), and a refit every ``refitEvery`` maps would otherwise redo the whole window's. Entries are
         keyed by id() and hold the observation itself, so an id is not reused while its entry lives; those
-        that left the window are dropped."""
-        cache: dict[int, tuple[Observation, tuple[float, float] | None, float]] = {}
+        that left the window are dropped once the cache holds twice the window."""
+        cache = self._row_cache
+        profiles = self.profiles
         rows = []
         for o in obs:
-            entry = self._row_cache.get(id(o))
+            entry = cache.get(id(o))
             if entry is None or entry[0] is not o:
-                entry = (o, None, sum(o.mix.values()))
-            if entry[1] is None:  # a neighbour's profile may have come since
-                entry = (o, load_terms(o, self.profiles), entry[2])
-            cache[id(o)] = entry
+                entry = cache[id(o)] = (o, load_terms(o, profiles), sum(o.mix.values()))
+            elif entry[1] is None:  # a neighbour's profile may have come since
+                entry = cache[id(o)] = (o, load_terms(o, profiles), entry[2])
             rows.append((entry[1], entry[2]))
-        self._row_cache = cache
+        if len(cache) > 2 * len(obs):
+            kept = {id(o) for o in obs}
+            self._row_cache = {key: entry for key, entry in cache.items() if key in kept}
         return rows
 
     def _profile_lambda(self, first: Observation) -> float:
@@ -364,8 +379,9 @@ class Dara(SlotPolicy):
         d = np.array([self.profiles[a].io_mb for a in known], dtype=np.float64)
         mem = np.array([self.profiles[a].memory_mb for a in known], dtype=np.float64)
         cpu = self.request_cpus(known)
-        cache: dict[tuple[str, float, float], dict[str, int]] = {}
+        cache: dict[tuple[str, float, float], tuple[dict[str, int], bool]] = {}
         self.optimal = {}
+        self.searched_locally = set()
         for name, node in snapshot_nodes.items():
             cls = node.node_class
             if cls not in self.fitted_classes:
@@ -374,7 +390,7 @@ class Dara(SlotPolicy):
             key = (cls, node.memory_mb, cores)
             if key not in cache:
                 alpha_c, alpha_d = self.fit.alpha.get(cls) or self.offline[cls]
-                x = optimal_assignment(
+                found = search_assignment(
                     lam,
                     c,
                     d,
@@ -386,9 +402,13 @@ class Dara(SlotPolicy):
                     max_per_app=self.cfg.max_per_app,
                     cpu=cpu,
                     cores=cores,
+                    limit=self.cfg.exhaustive_limit,
                 )
-                cache[key] = dict(zip(known, x, strict=True))
-            self.optimal[name] = {a: cache[key].get(a, 0) for a in apps}
+                cache[key] = (dict(zip(known, found.x, strict=True)), found.exhaustive)
+            mix, exhaustive = cache[key]
+            self.optimal[name] = {a: mix.get(a, 0) for a in apps}
+            if not exhaustive:
+                self.searched_locally.add(name)
 
     def request_cpus(self, jobs: list[str]) -> Vector:
         """Each job's CPU request per map container (the smallest among its application's jobs; 1 core if none
@@ -666,6 +686,10 @@ class Dara(SlotPolicy):
                 f"{_TIERS[rank]} tier: {job.id} furthest below its optimal count on this node "
                 f"(x*={optimal[job.id]}, running {current[job.id]}; Eq 4.16, Alg 4.3.4); {level}-local"
             )
+            if node in self.searched_locally:
+                reason += (
+                    f"; x* by local search (Eq 4.16 has over {self.cfg.exhaustive_limit} mixes to enumerate)"
+                )
             runner_up = f"{others[0]} (deficit {optimal[others[0]] - current[others[0]]})" if others else None
             return self._place_map(
                 snapshot, task, node, clock, Explanation(self.name, float(deficit), reason, runner_up)

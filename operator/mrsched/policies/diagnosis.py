@@ -30,6 +30,10 @@ would yield about the state:
   containers asked for 17-26 and made Table 4.3's workloads 10-50 % slower in simulation).
 * Recomputed only when the state is seen to change (§6.1.1): the detector fires, or a node's mean moved by
   more than ``recomputeShift`` since its x* was computed; and when an application arrives or leaves (DARA).
+* ``exhaustiveLimit`` [ours, issue 24] is DARA's: past that many mixes the argmax (the prior's and the
+  belief's) is DARA's local search, over the same objective (the EIG bonus then scaled by the ceiling's
+  expected throughput, the grid's maximum being unknown). A class's nodes share the prior's search and their
+  grid within one recomputation.
 * "Without Pervasive Diagnosis" (§6.2.2) is ``freeze: true``: the belief stays at its prior and x* is DARA's
   with the class α's. β = 0 with PD still updates beliefs: the two are different baselines (digest §6.3).
 
@@ -53,13 +57,16 @@ from mrsched.core.model import ClusterSnapshot, Explanation, Node, Placement, Ta
 from mrsched.core.policy import register
 from mrsched.policies.dara import Dara, DaraConfig
 from mrsched.policies.dara_model import (
+    Assignment,
     Observation,
     Vector,
     feasible_vectors,
     load_ratios,
+    local_search,
     node_loads,
-    optimal_assignment,
+    search_assignment,
     single_app_optimum,
+    too_many_to_enumerate,
 )
 
 Matrix = Vector  # 2×2 float arrays
@@ -195,7 +202,11 @@ class Diagnosis(Dara):
         self.beliefs: dict[str, NodeBelief] = {}
         self._rng = np.random.default_rng(self.seed)
         self._changed: set[str] = set()  # nodes whose belief changed since their x* was computed
-        self._computed: dict[str, tuple[Any, tuple[int, ...]]] = {}  # node -> (inputs, x*) last computed
+        self._computed: dict[str, tuple[Any, tuple[int, ...], bool]] = {}  # node -> (inputs, x*, exhaustive)
+        #: DARA's x* (the prior's) by its exact inputs, for one compute_optimal: a class's nodes share it
+        self._priors: dict[tuple[object, ...], Assignment] = {}
+        #: the mixes to enumerate by their exact inputs, for one compute_optimal: a class's nodes share them
+        self._grids: dict[tuple[object, ...], Vector] = {}
 
     def belief(self, node: str) -> NodeBelief:
         found = self.beliefs.get(node)
@@ -255,6 +266,7 @@ class Diagnosis(Dara):
         for name, node in snapshot_nodes.items():
             if node.node_class in self.fitted_classes:
                 self._optimal_for(name, node, apps)
+        self._priors, self._grids = {}, {}
 
     def _optimal_for(self, name: str, node: Node, apps: list[str]) -> None:
         known = [a for a in apps if a in self.profiles and a in self.fit.lam]
@@ -271,38 +283,50 @@ class Diagnosis(Dara):
             b.computed_at is None or float(np.max(np.abs(b.mean - b.computed_at))) > self.dcfg.recompute_shift
         )
         if cached is not None and cached[0] == key and not moved:
-            x = cached[1]
+            x, exhaustive = cached[1], cached[2]
         else:
-            prior = optimal_assignment(
-                lam,
-                c,
-                d,
-                mem,
-                alpha_c,
-                alpha_d,
-                node.memory_mb,
-                bound_factor=self.dcfg.bound_factor,
-                max_per_app=self.dcfg.max_per_app,
-                cpu=cpu,
-                cores=cores,
-            )
+            inputs = (lam, c, d, mem, alpha_c, alpha_d, node.memory_mb, cpu, cores)
+            exact_key = tuple(v.tobytes() if isinstance(v, np.ndarray) else v for v in inputs)
+            found = self._priors.get(exact_key)
+            if found is None:
+                found = self._priors[exact_key] = search_assignment(
+                    lam,
+                    c,
+                    d,
+                    mem,
+                    alpha_c,
+                    alpha_d,
+                    node.memory_mb,
+                    bound_factor=self.dcfg.bound_factor,
+                    max_per_app=self.dcfg.max_per_app,
+                    cpu=cpu,
+                    cores=cores,
+                    limit=self.dcfg.exhaustive_limit,
+                )
+            prior, exhaustive = found.x, found.exhaustive
             if self.dcfg.freeze or b.observations == 0:
                 x = prior
             else:
                 noise = np.maximum(self.dcfg.sigma_scale * lam, 1e-3) ** 2
                 ceiling = prior if self.dcfg.cap_at_prior else None
-                x = self._argmax(
+                x, searched = self._argmax(
                     lam, c, d, mem, alpha_c, alpha_d, node.memory_mb, b, noise, ceiling, cpu=cpu, cores=cores
                 )
+                exhaustive = exhaustive and searched
             b.computed_at = b.mean.copy()
-            self._computed[name] = (key, x)
+            self._computed[name] = (key, x, exhaustive)
         self.optimal[name] = {a: 0 for a in apps} | dict(zip(known, x, strict=True))
+        if exhaustive:
+            self.searched_locally.discard(name)
+        else:
+            self.searched_locally.add(name)
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         """DARA's, after recomputing x* of this node alone if its belief changed (§6.1.1: on a state change)."""
         if node in self._changed and node in self.optimal and node in snapshot.nodes:
             self._changed.discard(node)
             self._optimal_for(node, snapshot.nodes[node], list(self._members))
+            self._priors, self._grids = {}, {}
         return super().assign(snapshot, node)
 
     def _argmax(
@@ -320,10 +344,13 @@ class Diagnosis(Dara):
         *,
         cpu: Vector | None = None,
         cores: float = math.inf,
-    ) -> tuple[int, ...]:
+    ) -> tuple[tuple[int, ...], bool]:
+        """The mix of highest expected throughput under the belief (Eq 6.5, + β·EIG), and whether every mix was
+        enumerated (False: :func:`local_search` [ours], past ``exhaustiveLimit``; the EIG bonus is then scaled
+        by the ceiling's expected throughput, the enumeration's grid maximum being unknown)."""
         n = len(lam)
         if n == 0:
-            return ()
+            return (), True
         rc, rd = load_ratios(c, d)
         s = np.maximum(b.mean, _S_FLOOR)
         k = c * alpha_c * s[0] * rc**2 + d * alpha_d * s[1] * rd**2
@@ -337,14 +364,37 @@ class Diagnosis(Dara):
             bounds.append(max(0, min(cap, self.dcfg.max_per_app, model_bound)))
         if ceiling is not None:
             bounds = [min(bound, top) for bound, top in zip(bounds, ceiling, strict=True)]
-        grid = feasible_vectors(bounds, mem, memory_mb, cpu, cores)
+        enumerate_all = not too_many_to_enumerate(
+            self.dcfg.exhaustive_limit, bounds, mem, memory_mb, cpu, cores
+        )
         draws = self._rng.multivariate_normal(b.mean, b.cov, size=self.dcfg.samples, check_valid="ignore")
         draws = np.maximum(draws, _S_FLOOR)
+        if not enumerate_all:
+            scale = 0.0
+            if self.dcfg.beta > 0 and ceiling is not None:
+                scale = float(
+                    expected_throughputs(
+                        np.array([ceiling], dtype=np.float64), lam, c, d, alpha_c, alpha_d, draws
+                    )[0]
+                )
+
+            def belief_value(rows: Vector) -> Vector:
+                value = expected_throughputs(rows, lam, c, d, alpha_c, alpha_d, draws)
+                if self.dcfg.beta > 0:
+                    gains = grid_information_gains(rows, lam, c, d, alpha_c, alpha_d, b.cov, noise)
+                    value = value + self.dcfg.beta * scale * gains
+                return value
+
+            return local_search(bounds, mem, memory_mb, belief_value, cpu, cores), False
+        grid_key = (tuple(bounds), mem.tobytes(), memory_mb, None if cpu is None else cpu.tobytes(), cores)
+        grid = self._grids.get(grid_key)
+        if grid is None:
+            grid = self._grids[grid_key] = feasible_vectors(bounds, mem, memory_mb, cpu, cores)
         value = expected_throughputs(grid, lam, c, d, alpha_c, alpha_d, draws)
         if self.dcfg.beta > 0:
             gains = grid_information_gains(grid, lam, c, d, alpha_c, alpha_d, b.cov, noise)
             value = value + self.dcfg.beta * float(value.max()) * gains
-        return tuple(int(v) for v in grid[int(np.argmax(value))])
+        return tuple(int(v) for v in grid[int(np.argmax(value))]), True
 
     # --- dispatch: DARA's, with the belief in the explanation -----------------------------------------
 
