@@ -15,6 +15,7 @@ from mrsched.operator.jobstate import JobState
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.loop import SchedulingLoop
 from mrsched.operator.pods import ATTEMPT_LABEL, INDEX_LABEL, JOB_UID_LABEL, TYPE_LABEL
+from mrsched.policies import make_policy
 
 T0 = 1_000_000.0
 
@@ -370,3 +371,24 @@ def test_dara_learns_the_same_from_a_map_whether_or_not_the_quiet_rounds_before_
         learnt.append(dara.observations[-1])  # type: ignore[attr-defined]
     assert learnt[0].duration_s == learnt[1].duration_s
     assert learnt[0].mix == pytest.approx(learnt[1].mix)
+
+
+def test_the_operator_bounds_daras_search_unless_its_options_say_otherwise() -> None:
+    """Eq 4.16's exhaustive search is exponential in the jobs at once: the operator enumerates at most 200,000
+    mixes by default (OPERATOR_DEFAULTS), the policy's own default being the thesis's unbounded search."""
+    clock = [T0]
+    api, _ = setup(clock)
+    for name in ("dara", "diagnosis"):
+        config = OperatorConfig(policy="fair", probe_nodes="never", namespaces=("ns",), health_monitor=False)
+        loop = SchedulingLoop(cast(ClusterApi, api), config, clock=lambda: clock[0])
+        assert loop.policy(name).config.exhaustive_limit == 200_000  # type: ignore[attr-defined]
+        configured = OperatorConfig(
+            policy=name,
+            policy_options={"exhaustiveLimit": None},
+            probe_nodes="never",
+            namespaces=("ns",),
+            health_monitor=False,
+        )
+        loop = SchedulingLoop(cast(ClusterApi, api), configured, clock=lambda: clock[0])
+        assert loop.policy(name).config.exhaustive_limit is None  # type: ignore[attr-defined]
+    assert make_policy("dara").config.exhaustive_limit is None  # type: ignore[attr-defined]
