@@ -66,7 +66,8 @@ def recorded_searches(scenario_name: str, mode: str) -> list[Instance]:
 
     def recording(*args: Any, **kwargs: Any) -> Assignment:
         instance = Instance(args, {k: v for k, v in kwargs.items() if k != "limit"})
-        seen.setdefault(instance.key(), instance)
+        if len(args[0]) > 0:  # no application to mix: nothing to search
+            seen.setdefault(instance.key(), instance)
         return real(*args, **kwargs)
 
     dara_module.search_assignment = recording  # type: ignore[assignment]
