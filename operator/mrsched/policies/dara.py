@@ -99,12 +99,12 @@ from mrsched.policies.dara_model import (
     Profile,
     Vector,
     best_app_to_add,
-    fit_load_model,
+    fit_columns,
     load_ratios,
-    load_terms,
     node_loads,
     search_assignment,
 )
+from mrsched.policies.dara_window import FitWindow
 from mrsched.policies.fair import Fair, FairConfig
 from mrsched.policies.slots import SlotPolicy
 
@@ -192,7 +192,7 @@ class Dara(SlotPolicy):
         self.fit = Fit()
         self.fitted_classes: set[str] = set()
         self.observations: deque[Observation] = deque(maxlen=self.cfg.window)
-        self._row_cache: dict[int, tuple[Observation, tuple[float, float] | None, float]] = {}
+        self._fit_window = FitWindow(self.cfg.window)  # the observations as the refit reads them
         self.optimal: dict[str, dict[str, int]] = {}  # node -> app -> x*
         self.searched_locally: set[str] = set()  # nodes whose x* came from the local search, not Eq 4.16's
         self._members: tuple[str, ...] = ()  # applications in the optimisation, submission order
@@ -289,6 +289,7 @@ class Dara(SlotPolicy):
             cls = self._node_classes.get(outcome.node, "")
             observation = Observation(task.job_id, cls, outcome.duration_s, mix)
             self.observations.append(observation)
+            self._fit_window.append(observation, self.profiles)
             self._first.setdefault(task.job_id, observation)
             self._obs_count[task.job_id] = self._obs_count.get(task.job_id, 0) + 1
             self._class_count[cls] = self._class_count.get(cls, 0) + 1
@@ -297,21 +298,16 @@ class Dara(SlotPolicy):
     def refit(self) -> None:
         """Fit Eq 4.12 to the observations and decide which node classes count as fitted."""
         self._since_fit = 0
-        obs = list(self.observations)
         # Only a measured λ is kept: a least-squares λ from a refit made before the profiling map's class was
         # fitted would otherwise be frozen for good, and the profile never read (seen on gupta-ch3-comb1: Pi's
         # λ stuck at 1.46 s against its 3.7 CPU-s).
         previous = {job: lam for job, lam in self.fit.lam.items() if job in self._measured}
-        rows = self._rows(obs)
-        self.fit = fit_load_model(obs, self.profiles, self.offline, [terms for terms, _ in rows])
+        self._fit_window.sync(self.observations, self.profiles)
+        self.fit = fit_columns(self._fit_window.columns(), self.offline)
         fitted = set(self.offline)
-        loads: dict[str, list[float]] = {}
-        unfitted = set(self.fit.alpha) - fitted
-        for o, (_, load) in zip(obs, rows, strict=True) if unfitted else ():
-            loads.setdefault(o.node_class, []).append(load)
-        for cls in unfitted:
-            seen = loads.get(cls, [])
-            if len(seen) >= self.cfg.min_observations and max(seen) - min(seen) >= self.cfg.min_load_spread:
+        for cls in set(self.fit.alpha) - fitted:
+            seen = self._fit_window.class_loads(cls)
+            if len(seen) >= self.cfg.min_observations and seen.max() - seen.min() >= self.cfg.min_load_spread:
                 fitted.add(cls)
         self.fitted_classes = fitted
         if self.cfg.lambda_from == "profile":
@@ -328,27 +324,6 @@ class Dara(SlotPolicy):
         # so its maps would wait beside the other jobs' for ever.
         for app, lam in previous.items():
             self.fit.lam.setdefault(app, lam)
-
-    def _rows(self, obs: list[Observation]) -> list[tuple[tuple[float, float] | None, float]]:
-        """Each observation's :func:`load_terms` and total container count, computed once per observation:
-        both are fixed once its mix's applications have profiles (a job's profile is set once and never
-        changes), and a refit every ``refitEvery`` maps would otherwise redo the whole window's. Entries are
-        keyed by id() and hold the observation itself, so an id is not reused while its entry lives; those
-        that left the window are dropped once the cache holds twice the window."""
-        cache = self._row_cache
-        profiles = self.profiles
-        rows = []
-        for o in obs:
-            entry = cache.get(id(o))
-            if entry is None or entry[0] is not o:
-                entry = cache[id(o)] = (o, load_terms(o, profiles), sum(o.mix.values()))
-            elif entry[1] is None:  # a neighbour's profile may have come since
-                entry = cache[id(o)] = (o, load_terms(o, profiles), entry[2])
-            rows.append((entry[1], entry[2]))
-        if len(cache) > 2 * len(obs):
-            kept = {id(o) for o in obs}
-            self._row_cache = {key: entry for key, entry in cache.items() if key in kept}
-        return rows
 
     def _profile_lambda(self, first: Observation) -> float:
         """I4-7: λ_j from the profiling map: its duration minus Eq 4.12's load term at the mix it ran in,

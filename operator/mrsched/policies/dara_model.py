@@ -357,52 +357,90 @@ def load_terms(observation: Observation, profiles: dict[str, Profile]) -> tuple[
     return p.cpu_s * lc**2, p.io_mb * ld**2
 
 
-def fit_load_model(
-    observations: list[Observation],
-    profiles: dict[str, Profile],
-    fixed_alpha: dict[str, tuple[float, float]] | None = None,
-    terms: list[tuple[float, float] | None] | None = None,
-) -> Fit:
-    """Least-squares fit of Eq 4.12 (minimum RMSE, §4.2.3), linear in the unknowns: one λ_j per application
-    (shared by every node class, I4-3) and α_c, α_d per node class. Rows: t = λ_app + α_c·c·L_c² + α_d·d·L_d².
-    α's are kept ≥ 0 by pinning the most negative at 0 and refitting; a λ_j ≤ 0 is replaced by j's shortest
-    observed time. Observations whose mix holds an application without a profile are skipped.
+@dataclass(frozen=True)
+class Columns:
+    """The rows :func:`fit_columns` fits, oldest first, as arrays: each row's application (an index into the
+    sorted ``apps``), node class (into the sorted ``classes``), duration and Eq 4.12's two load terms."""
 
-    ``fixed_alpha`` holds the node classes whose α's were fitted offline (§4.2.3): their load terms move to
-    the target side and only λ (and the other classes' α's) are fitted, so that λ_j is j's observed times
-    normalised to an unloaded node by the offline model (I4-7).
+    apps: list[str]
+    group: npt.NDArray[np.intp]
+    classes: list[str]
+    row_class: npt.NDArray[np.intp]
+    durations: Vector
+    cpu_term: Vector
+    io_term: Vector
 
-    ``terms``, if given, is :func:`load_terms` of each observation, in order (a caller refitting a sliding
-    window computes each row's once). The λ's are one-way fixed effects, so the fit is solved by
-    Frisch-Waugh-Lovell (:func:`_solve_fixed_effects`): linear in rows, where a design with one column per
-    application was cubic in them on a window of a few hundred jobs."""
-    fixed = fixed_alpha or {}
-    if terms is None:
-        terms = [load_terms(o, profiles) for o in observations]
+
+def columns_of(observations: list[Observation], terms: list[tuple[float, float] | None]) -> Columns | None:
+    """The observations with a positive duration and load terms (``terms[i]`` is :func:`load_terms` of
+    ``observations[i]``), as :class:`Columns`; None if there are none."""
     rows = [
         (o.app, o.node_class, o.duration_s, t[0], t[1])
         for o, t in zip(observations, terms, strict=True)
         if o.duration_s > 0 and t is not None
     ]
     if not rows:
-        return Fit(alpha={k: (float(v[0]), float(v[1])) for k, v in fixed.items()})
+        return None
     app_of, class_of, duration_of, cpu_of, io_of = zip(*rows, strict=True)  # one column each
     apps = sorted(set(app_of))
-    seen_classes = sorted(set(class_of))
-    classes = [k for k in seen_classes if k not in fixed]
+    classes = sorted(set(class_of))
     a_col = {a: i for i, a in enumerate(apps)}
+    class_index = {k: i for i, k in enumerate(classes)}
+    return Columns(
+        apps,
+        np.array([a_col[a] for a in app_of]),
+        classes,
+        np.array([class_index[k] for k in class_of]),
+        np.array(duration_of),
+        np.array(cpu_of),
+        np.array(io_of),
+    )
+
+
+def fit_load_model(
+    observations: list[Observation],
+    profiles: dict[str, Profile],
+    fixed_alpha: dict[str, tuple[float, float]] | None = None,
+    terms: list[tuple[float, float] | None] | None = None,
+) -> Fit:
+    """Least-squares fit of Eq 4.12 (minimum RMSE, §4.2.3) to ``observations`` (:func:`fit_columns`).
+    Observations whose mix holds an application without a profile are skipped. ``terms``, if given, is
+    :func:`load_terms` of each observation, in order."""
+    if terms is None:
+        terms = [load_terms(o, profiles) for o in observations]
+    return fit_columns(columns_of(observations, terms), fixed_alpha)
+
+
+def fit_columns(rows: Columns | None, fixed_alpha: dict[str, tuple[float, float]] | None = None) -> Fit:
+    """Least-squares fit of Eq 4.12 (minimum RMSE, §4.2.3), linear in the unknowns: one λ_j per application
+    (shared by every node class, I4-3) and α_c, α_d per node class. Rows: t = λ_app + α_c·c·L_c² + α_d·d·L_d².
+    α's are kept ≥ 0 by pinning the most negative at 0 and refitting; a λ_j ≤ 0 is replaced by j's shortest
+    observed time.
+
+    ``fixed_alpha`` holds the node classes whose α's were fitted offline (§4.2.3): their load terms move to
+    the target side and only λ (and the other classes' α's) are fitted, so that λ_j is j's observed times
+    normalised to an unloaded node by the offline model (I4-7).
+
+    The λ's are one-way fixed effects, so the fit is solved by Frisch-Waugh-Lovell
+    (:func:`_solve_fixed_effects`): linear in rows, where a design with one column per application was cubic in
+    them on a window of a few hundred jobs."""
+    fixed = fixed_alpha or {}
+    if rows is None:
+        return Fit(alpha={k: (float(v[0]), float(v[1])) for k, v in fixed.items()})
+    apps, group, durations, cpu_term, io_term = (
+        rows.apps,
+        rows.group,
+        rows.durations,
+        rows.cpu_term,
+        rows.io_term,
+    )
+    classes = [k for k in rows.classes if k not in fixed]
     k_col = {k: 2 * i for i, k in enumerate(classes)}
-    group = np.array([a_col[a] for a in app_of])
-    class_index = {k: i for i, k in enumerate(seen_classes)}
-    row_class = np.array([class_index[k] for k in class_of])
-    durations = np.array(duration_of)
-    cpu_term = np.array(cpu_of)
-    io_term = np.array(io_of)
-    fixed_c = np.array([fixed[k][0] if k in fixed else 0.0 for k in seen_classes])[row_class]
-    fixed_d = np.array([fixed[k][1] if k in fixed else 0.0 for k in seen_classes])[row_class]
+    fixed_c = np.array([fixed[k][0] if k in fixed else 0.0 for k in rows.classes])[rows.row_class]
+    fixed_d = np.array([fixed[k][1] if k in fixed else 0.0 for k in rows.classes])[rows.row_class]
     target = durations - (fixed_c * cpu_term + fixed_d * io_term)
-    load = np.zeros((len(rows), 2 * len(classes)))
-    col = np.array([k_col.get(k, -1) for k in seen_classes])[row_class]
+    load = np.zeros((len(durations), 2 * len(classes)))
+    col = np.array([k_col.get(k, -1) for k in rows.classes])[rows.row_class]
     free = col >= 0
     load[free, col[free]] = cpu_term[free]
     load[free, col[free] + 1] = io_term[free]
