@@ -28,7 +28,8 @@ from mrsched.core.catalog import application, node_class
 from mrsched.core.model import Task
 from mrsched.core.physics import NodeCapability, NodeModel, TaskDemand
 from mrsched.policies.dara import OFFLINE_ALPHAS
-from mrsched.policies.dara_model import Observation, Profile, fit_load_model, optimal_assignment
+from mrsched.policies.dara_model import Observation, Profile, fit_load_model
+from mrsched.policies.dara_search import optimal_assignment
 from mrsched.simulator.dataflow import base_demand
 
 NODE_CLASS = "dara-8core"

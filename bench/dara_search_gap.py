@@ -3,7 +3,7 @@
     python bench/dara_search_gap.py [--out bench/results/dara-search-gap.txt]
 
 Eq 4.16 is searched exhaustively while it has at most ``exhaustiveLimit`` vectors to enumerate and by
-``dara_model.local_search`` past it (a whole SWIM day mixes dozens of jobs at once, and the enumeration grows
+``dara_search.local_search`` past it (a whole SWIM day mixes dozens of jobs at once, and the enumeration grows
 exponentially with them). Past the limit there is no exact optimum to compare with, so the gap is measured on
 the instances where the enumeration still runs, with the local search forced (limit 0):
 
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 import mrsched.policies.dara as dara_module
-from mrsched.policies.dara_model import Assignment, search_assignment, throughputs
+from mrsched.policies.dara_search import Assignment, search_assignment, throughputs
 from mrsched.simulator.run import run_scenario
 from mrsched.simulator.scenario import load_scenario
 

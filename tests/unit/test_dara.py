@@ -29,10 +29,10 @@ from mrsched.policies.dara_model import (
     fit_load_model,
     load_ratios,
     node_throughput,
-    optimal_assignment,
     predict_times,
     window_throughput,
 )
+from mrsched.policies.dara_search import optimal_assignment
 
 
 def arr(*values: float) -> np.ndarray:

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from mrsched.core.model import ClusterSnapshot
-from mrsched.policies.dara_model import (
+from mrsched.policies.dara_model import load_ratios
+from mrsched.policies.dara_search import (
     count_feasible,
     feasible_vectors,
-    load_ratios,
     local_search,
     search_assignment,
     search_bounds,

@@ -59,7 +59,7 @@ Readings and approximations (the thesis is silent or the simulator differs):
   argmax equals plain enumeration whenever the optimum lies inside the bound.
 * [Ours, issue 24] The enumeration grows exponentially with the applications mixed (WL14's five already reach
   two million vectors; a whole SWIM day mixes dozens of jobs). ``exhaustiveLimit`` (unset: none, the thesis's
-  search) caps it: past that many vectors x* comes from a local search (``dara_model.local_search``), and the
+  search) caps it: past that many vectors x* comes from a local search (``dara_search.local_search``), and the
   placement's explanation says so. Its gap where both run: bench/results/dara-search-gap.txt. The operator
   sets 200,000 (``mrsched.operator.loop.OPERATOR_DEFAULTS``).
 * Reduces stay with the FairScheduler that DARA extends (the composed Fair policy's order, one per
@@ -102,8 +102,8 @@ from mrsched.policies.dara_model import (
     fit_columns,
     load_ratios,
     node_loads,
-    search_assignment,
 )
+from mrsched.policies.dara_search import search_assignment
 from mrsched.policies.dara_window import FitWindow
 from mrsched.policies.fair import Fair, FairConfig
 from mrsched.policies.slots import SlotPolicy
@@ -132,10 +132,11 @@ class DaraConfig(PolicyConfig):
     bound_factor: float = Field(2.0, alias="boundFactor", gt=0)
     max_per_app: int = Field(64, alias="maxPerApp", ge=1)
     #: [Ours, issue 24] None: Eq 4.16 is searched exhaustively, as the thesis does. A number: exhaustively while
-    #: there are at most this many mixes to enumerate, by a local search past it (``dara_model.local_search``;
+    #: there are at most this many mixes to enumerate, by a local search past it (``dara_search.local_search``;
     #: its gap to the exhaustive argmax: bench/results/dara-search-gap.txt), since the count grows exponentially
-    #: with the jobs at once (a whole SWIM day: 4 million mixes cost DARA 435 s, 200,000 cost 56 s). The operator
-    #: sets 200,000 (``mrsched.operator.loop.OPERATOR_DEFAULTS``). Explanations say which search gave x*.
+    #: with the jobs at once (a whole SWIM day: 4 million mixes cost DARA 435 s, 200,000 cost 47-60 s a seed).
+    #: The operator sets 200,000 (``mrsched.operator.loop.OPERATOR_DEFAULTS``). Explanations say which search
+    #: gave x*.
     exhaustive_limit: int | None = Field(None, alias="exhaustiveLimit", ge=1)
     task_memory_mb: float | None = Field(None, alias="taskMemoryMB", gt=0)
     literal: bool = False

@@ -56,16 +56,12 @@ from pydantic import Field
 from mrsched.core.model import ClusterSnapshot, Explanation, Node, Placement, Task, TaskOutcome
 from mrsched.core.policy import register
 from mrsched.policies.dara import Dara, DaraConfig
-from mrsched.policies.dara_model import (
+from mrsched.policies.dara_model import Observation, Vector, load_ratios, node_loads, single_app_optimum
+from mrsched.policies.dara_search import (
     Assignment,
-    Observation,
-    Vector,
     feasible_vectors,
-    load_ratios,
     local_search,
-    node_loads,
     search_assignment,
-    single_app_optimum,
     too_many_to_enumerate,
 )
 
