@@ -109,3 +109,25 @@ def test_dara_says_when_its_optimum_came_from_the_local_search() -> None:
     # here the local search reaches the same x* = (11, 5)
     assert sorted(p.task.job_id for p in approx) == sorted(p.task.job_id for p in exact)
     assert local.searched_locally == {"n0"} and not exhaustive.searched_locally
+
+
+@pytest.mark.parametrize("beta", [0.0, 1.0])
+def test_diagnosis_past_the_limit_finds_the_enumerations_mix_under_the_belief(beta: float) -> None:
+    # test_diagnosis's case (one application, a node believed 6x slower on CPU) with the enumeration forbidden:
+    # the local search under the belief, and with β > 0 under its EIG bonus, gives the enumeration's x*.
+    from mrsched.core.model import Node
+    from tests.unit.test_diagnosis import _policy
+
+    found = []
+    for limit in (None, 1):
+        nodes = {name: Node(name, 8, 12_000.0, node_class="c") for name in ("healthy", "slowed")}
+        policy = _policy(exhaustiveLimit=limit, beta=beta)
+        policy.fitted_classes = {"c"}
+        policy.belief("slowed").mean = np.array([6.0, 1.0])
+        policy.belief("slowed").observations = 10
+        policy.compute_optimal(nodes, ["j"])
+        found.append(policy.optimal)
+        assert policy.searched_locally == (set() if limit is None else {"healthy", "slowed"})
+    assert found[0] == found[1]
+    if beta == 0:
+        assert found[1]["slowed"]["j"] < found[1]["healthy"]["j"]

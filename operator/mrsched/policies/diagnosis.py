@@ -31,8 +31,8 @@ would yield about the state:
 * Recomputed only when the state is seen to change (§6.1.1): the detector fires, or a node's mean moved by
   more than ``recomputeShift`` since its x* was computed; and when an application arrives or leaves (DARA).
 * ``exhaustiveLimit`` [ours, issue 24] is DARA's: past that many mixes the argmax (the prior's and the
-  belief's) is DARA's local search, over the same objective (the EIG bonus then scaled by the ceiling's
-  expected throughput, the grid's maximum being unknown). A class's nodes share the prior's search and their
+  belief's) is DARA's local search, over the same objective (the EIG bonus then scaled by the expected
+  throughput's local maximum, the grid's maximum being unknown). A class's nodes share the prior's search and their
   grid within one recomputation.
 * "Without Pervasive Diagnosis" (§6.2.2) is ``freeze: true``: the belief stays at its prior and x* is DARA's
   with the class α's. β = 0 with PD still updates beliefs: the two are different baselines (digest §6.3).
@@ -343,7 +343,7 @@ class Diagnosis(Dara):
     ) -> tuple[tuple[int, ...], bool]:
         """The mix of highest expected throughput under the belief (Eq 6.5, + β·EIG), and whether every mix was
         enumerated (False: :func:`local_search` [ours], past ``exhaustiveLimit``; the EIG bonus is then scaled
-        by the ceiling's expected throughput, the enumeration's grid maximum being unknown)."""
+        by the expected throughput's local maximum, the enumeration's grid maximum being unknown)."""
         n = len(lam)
         if n == 0:
             return (), True
@@ -366,20 +366,19 @@ class Diagnosis(Dara):
         draws = self._rng.multivariate_normal(b.mean, b.cov, size=self.dcfg.samples, check_valid="ignore")
         draws = np.maximum(draws, _S_FLOOR)
         if not enumerate_all:
-            scale = 0.0
-            if self.dcfg.beta > 0 and ceiling is not None:
-                scale = float(
-                    expected_throughputs(
-                        np.array([ceiling], dtype=np.float64), lam, c, d, alpha_c, alpha_d, draws
-                    )[0]
-                )
+
+            def expected(rows: Vector) -> Vector:
+                return expected_throughputs(rows, lam, c, d, alpha_c, alpha_d, draws)
+
+            if self.dcfg.beta == 0:
+                return local_search(bounds, mem, memory_mb, expected, cpu, cores), False
+            # τ̄_best, the enumeration's grid maximum, is unknown: the expected throughput's own local maximum
+            best = np.array([local_search(bounds, mem, memory_mb, expected, cpu, cores)], dtype=np.float64)
+            scale = float(expected(best)[0])
 
             def belief_value(rows: Vector) -> Vector:
-                value = expected_throughputs(rows, lam, c, d, alpha_c, alpha_d, draws)
-                if self.dcfg.beta > 0:
-                    gains = grid_information_gains(rows, lam, c, d, alpha_c, alpha_d, b.cov, noise)
-                    value = value + self.dcfg.beta * scale * gains
-                return value
+                gains = grid_information_gains(rows, lam, c, d, alpha_c, alpha_d, b.cov, noise)
+                return expected(rows) + self.dcfg.beta * scale * gains
 
             return local_search(bounds, mem, memory_mb, belief_value, cpu, cores), False
         grid_key = (tuple(bounds), mem.tobytes(), memory_mb, None if cpu is None else cpu.tobytes(), cores)
