@@ -73,7 +73,7 @@ bench-learning: venv  ## ThroughputScheduler's learning curves (κ, θ, makespan
 bench-steady: venv  ## seed 002 ch.6 in steady state: diagnosis vs frozen beliefs on Table 4.3's workloads (after make bench)
 	@set -e; for m in $(MODES); do $(PY) bench/gupta_ch6_steady.py --seeds 1,2,3,4,5 --mode $$m; done
 
-bench-speed: venv  ## simulator events/s, Fair's round latency, a sweep with --jobs 1 and 2, every policy's call at 1,000 nodes; the whole SWIM day under its six affordable policies (5 seeds) and on 1,000 nodes under FIFO and Fair (bench/simulator_day.py, about 40 minutes)
+bench-speed: venv  ## simulator events/s, Fair's round latency, a sweep with --jobs 1 and 2, every policy's call at 1,000 nodes; the whole SWIM day under the ten policies that finish it (5 seeds) and on 1,000 nodes under FIFO and Fair (bench/simulator_day.py, about 40 minutes)
 	$(PY) bench/simulator_speed.py
 	OPENBLAS_NUM_THREADS=1 $(PY) bench/simulator_day.py --profile 15
 
@@ -92,7 +92,7 @@ bench-physics: venv  ## each measured-physics switch (cluster.physics) alone and
 bench-dara-alpha: venv  ## DARA's offline alpha by least squares on the simulator's physics (thesis §4.2.3)
 	$(PY) bench/dara_alpha_fit.py --out bench/results/dara-alpha-fit.txt
 
-bench-dara-search: venv  ## DARA's local search (past exhaustiveLimit) against Eq 4.16's exhaustive argmax, into bench/results/dara-search-gap.txt (about 10 minutes)
+bench-dara-search: venv  ## DARA's local search (past exhaustiveLimit) against Eq 4.16's exhaustive argmax, into bench/results/dara-search-gap.txt (about 3 minutes)
 	$(PY) bench/dara_search_gap.py --out bench/results/dara-search-gap.txt
 
 bench-workers: venv  ## worker map throughput (MB/s) and peak memory on 8x the sort buffer
