@@ -29,7 +29,7 @@ from mrsched.core.model import Task
 from mrsched.core.physics import NodeCapability, NodeModel, TaskDemand
 from mrsched.policies.dara import OFFLINE_ALPHAS
 from mrsched.policies.dara_model import Observation, Profile, fit_load_model
-from mrsched.policies.dara_search import optimal_assignment
+from mrsched.policies.dara_search import search_assignment
 from mrsched.simulator.dataflow import base_demand
 
 NODE_CLASS = "dara-8core"
@@ -117,7 +117,7 @@ def optima(
     apps: tuple[str, ...], lam: dict[str, float], profiles: dict[str, Profile], alpha: tuple[float, float]
 ) -> tuple[int, ...]:
     cap = node_class(NODE_CLASS).capability()
-    return optimal_assignment(
+    return search_assignment(
         np.array([lam[a] for a in apps]),
         np.array([profiles[a].cpu_s for a in apps]),
         np.array([profiles[a].io_mb for a in apps]),
@@ -125,7 +125,7 @@ def optima(
         alpha[0],
         alpha[1],
         cap.memory_mb,
-    )
+    ).x
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ from mrsched.policies.dara_model import (
     predict_times,
     window_throughput,
 )
-from mrsched.policies.dara_search import optimal_assignment
+from mrsched.policies.dara_search import search_assignment
 
 
 def arr(*values: float) -> np.ndarray:
@@ -217,19 +217,19 @@ ALPHA_C, ALPHA_D = 1 / 12, 0.4
 
 
 def test_optimum_without_binding_memory_is_each_single_app_optimum() -> None:
-    assert optimal_assignment(LAM, C, D, MEM, ALPHA_C, ALPHA_D, 12288.0) == (12, 5)
+    assert search_assignment(LAM, C, D, MEM, ALPHA_C, ALPHA_D, 12288.0).x == (12, 5)
 
 
 def test_optimum_under_memory_cap_by_hand() -> None:
     # 4000 MB: (12, 5) needs 4160. Feasible neighbours: (11, 5) 3930 MB -> 1584/265 + 2.5 = 8.4774;
     # (12, 4) 3880 MB -> 6 + 100/41 = 8.4390; (10, 6) 3980 MB -> 1440/244 + 150/61 = 8.3607. Best (11, 5).
-    assert optimal_assignment(LAM, C, D, MEM, ALPHA_C, ALPHA_D, 4000.0) == (11, 5)
+    assert search_assignment(LAM, C, D, MEM, ALPHA_C, ALPHA_D, 4000.0).x == (11, 5)
 
 
 def test_memory_cap_is_strict() -> None:
     # No contention: throughput grows with x, so the cap binds; 3 × 1000 MB is not < 3000 MB.
-    assert optimal_assignment(arr(5), arr(1), arr(1), arr(1000), 0.0, 0.0, 3000.0) == (2,)
-    assert optimal_assignment(arr(5), arr(1), arr(1), arr(1000), 0.0, 0.0, 3000.1) == (3,)
+    assert search_assignment(arr(5), arr(1), arr(1), arr(1000), 0.0, 0.0, 3000.0).x == (2,)
+    assert search_assignment(arr(5), arr(1), arr(1), arr(1000), 0.0, 0.0, 3000.1).x == (3,)
 
 
 def test_optimum_matches_plain_enumeration_on_a_mixed_node() -> None:
@@ -244,7 +244,7 @@ def test_optimum_matches_plain_enumeration_on_a_mixed_node() -> None:
         value = node_throughput(lam, xv, predict_times(lam, c, d, ac, ad, xv))
         if value > best + 1e-12:
             best, best_x = value, x
-    assert optimal_assignment(lam, c, d, mem, ac, ad, 12288.0) == best_x
+    assert search_assignment(lam, c, d, mem, ac, ad, 12288.0).x == best_x
 
 
 # --- BEST_APP_TO_ADD (Alg 4.3.4) ----------------------------------------------------------------------------

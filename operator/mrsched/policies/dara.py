@@ -103,7 +103,7 @@ from mrsched.policies.dara_model import (
     load_ratios,
     node_loads,
 )
-from mrsched.policies.dara_search import search_assignment
+from mrsched.policies.dara_search import Assignment, search_assignment
 from mrsched.policies.dara_window import FitWindow
 from mrsched.policies.fair import Fair, FairConfig
 from mrsched.policies.slots import SlotPolicy
@@ -366,25 +366,40 @@ class Dara(SlotPolicy):
             key = (cls, node.memory_mb, cores)
             if key not in cache:
                 alpha_c, alpha_d = self.fit.alpha.get(cls) or self.offline[cls]
-                found = search_assignment(
-                    lam,
-                    c,
-                    d,
-                    mem,
-                    alpha_c,
-                    alpha_d,
-                    node.memory_mb,
-                    bound_factor=self.cfg.bound_factor,
-                    max_per_app=self.cfg.max_per_app,
-                    cpu=cpu,
-                    cores=cores,
-                    limit=self.cfg.exhaustive_limit,
-                )
+                found = self._search_mix(lam, c, d, mem, alpha_c, alpha_d, node.memory_mb, cpu, cores)
                 cache[key] = (dict(zip(known, found.x, strict=True)), found.exhaustive)
             mix, exhaustive = cache[key]
             self.optimal[name] = {a: mix.get(a, 0) for a in apps}
             if not exhaustive:
                 self.searched_locally.add(name)
+
+    def _search_mix(
+        self,
+        lam: Vector,
+        c: Vector,
+        d: Vector,
+        mem: Vector,
+        alpha_c: float,
+        alpha_d: float,
+        memory_mb: float,
+        cpu: Vector,
+        cores: float,
+    ) -> Assignment:
+        """COMPUTE_OPTIMAL_ASSIGNMENT for one node under this policy's search options (Eq 4.16)."""
+        return search_assignment(
+            lam,
+            c,
+            d,
+            mem,
+            alpha_c,
+            alpha_d,
+            memory_mb,
+            bound_factor=self.cfg.bound_factor,
+            max_per_app=self.cfg.max_per_app,
+            cpu=cpu,
+            cores=cores,
+            limit=self.cfg.exhaustive_limit,
+        )
 
     def request_cpus(self, jobs: list[str]) -> Vector:
         """Each job's CPU request per map container (the smallest among its application's jobs; 1 core if none

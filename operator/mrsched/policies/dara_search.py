@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from mrsched.policies.dara_model import Vector, load_ratios, single_app_optimum
 
@@ -156,10 +157,13 @@ def local_search(
     top = np.asarray(bounds, dtype=np.float64)
     eye = np.eye(n)
 
+    def fits(rows: Vector) -> npt.NDArray[np.bool_]:
+        """The rows under the memory cap (and the cores by request), as :func:`feasible_vectors` keeps them."""
+        ok = rows @ mem < memory_mb
+        return ok & (rows @ cpu <= cores + 1e-9) if cpu is not None else ok
+
     def feasible(rows: Vector) -> Vector:
-        ok = np.all(rows >= 0, axis=1) & np.all(rows <= top[None, :], axis=1) & (rows @ mem < memory_mb)
-        if cpu is not None:
-            ok &= rows @ cpu <= cores + 1e-9
+        ok = np.all(rows >= 0, axis=1) & np.all(rows <= top[None, :], axis=1) & fits(rows)
         return np.asarray(rows[ok], dtype=np.float64)
 
     def ascend(x: Vector) -> tuple[Vector, float]:
@@ -184,10 +188,7 @@ def local_search(
     counts = np.concatenate([np.arange(b + 1) for b in bounds]).astype(np.float64)
     single = np.zeros((len(owner), n))
     single[np.arange(len(owner)), owner] = counts
-    ok = single @ mem < memory_mb
-    if cpu is not None:
-        ok &= single @ cpu <= cores + 1e-9
-    single_values = np.where(ok & (counts > 0), value(single), -np.inf)
+    single_values = np.where(fits(single) & (counts > 0), value(single), -np.inf)
     first = np.concatenate([[0], np.cumsum(np.asarray(bounds) + 1)])
     best_row = [int(first[j] + np.argmax(single_values[first[j] : first[j + 1]])) for j in range(n)]
     ranked = sorted(range(n), key=lambda j: (-single_values[best_row[j]], j))
@@ -240,33 +241,3 @@ def search_assignment(
     grid = feasible_vectors(bounds, mem, memory_mb, cpu, cores)
     best = int(np.argmax(throughputs(grid, lam, c, d, alpha_c, alpha_d)))
     return Assignment(tuple(int(v) for v in grid[best]), True)
-
-
-def optimal_assignment(
-    lam: Vector,
-    c: Vector,
-    d: Vector,
-    mem: Vector,
-    alpha_c: float,
-    alpha_d: float,
-    memory_mb: float,
-    *,
-    bound_factor: float = 2.0,
-    max_per_app: int = 64,
-    cpu: Vector | None = None,
-    cores: float = math.inf,
-) -> tuple[int, ...]:
-    """x* of Eq 4.16 by exhaustive search alone (:func:`search_assignment` with no limit)."""
-    return search_assignment(
-        lam,
-        c,
-        d,
-        mem,
-        alpha_c,
-        alpha_d,
-        memory_mb,
-        bound_factor=bound_factor,
-        max_per_app=max_per_app,
-        cpu=cpu,
-        cores=cores,
-    ).x

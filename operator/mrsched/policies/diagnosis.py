@@ -56,12 +56,12 @@ from pydantic import Field
 from mrsched.core.model import ClusterSnapshot, Explanation, Node, Placement, Task, TaskOutcome
 from mrsched.core.policy import register
 from mrsched.policies.dara import Dara, DaraConfig
-from mrsched.policies.dara_model import Observation, Vector, load_ratios, node_loads, single_app_optimum
+from mrsched.policies.dara_model import Observation, Vector, load_ratios, node_loads
 from mrsched.policies.dara_search import (
     Assignment,
     feasible_vectors,
     local_search,
-    search_assignment,
+    search_bounds,
     too_many_to_enumerate,
 )
 
@@ -285,19 +285,8 @@ class Diagnosis(Dara):
             exact_key = tuple(v.tobytes() if isinstance(v, np.ndarray) else v for v in inputs)
             found = self._priors.get(exact_key)
             if found is None:
-                found = self._priors[exact_key] = search_assignment(
-                    lam,
-                    c,
-                    d,
-                    mem,
-                    alpha_c,
-                    alpha_d,
-                    node.memory_mb,
-                    bound_factor=self.dcfg.bound_factor,
-                    max_per_app=self.dcfg.max_per_app,
-                    cpu=cpu,
-                    cores=cores,
-                    limit=self.dcfg.exhaustive_limit,
+                found = self._priors[exact_key] = self._search_mix(
+                    lam, c, d, mem, alpha_c, alpha_d, node.memory_mb, cpu, cores
                 )
             prior, exhaustive = found.x, found.exhaustive
             if self.dcfg.freeze or b.observations == 0:
@@ -350,14 +339,7 @@ class Diagnosis(Dara):
         rc, rd = load_ratios(c, d)
         s = np.maximum(b.mean, _S_FLOOR)
         k = c * alpha_c * s[0] * rc**2 + d * alpha_d * s[1] * rd**2
-        bounds = []
-        for j in range(n):
-            cap = math.ceil(memory_mb / mem[j]) if mem[j] > 0 else self.dcfg.max_per_app
-            opt = single_app_optimum(float(lam[j]), float(k[j]))
-            model_bound = (
-                math.ceil(self.dcfg.bound_factor * opt) + 2 if math.isfinite(opt) else self.dcfg.max_per_app
-            )
-            bounds.append(max(0, min(cap, self.dcfg.max_per_app, model_bound)))
+        bounds = search_bounds(lam, k, mem, memory_mb, self.dcfg.bound_factor, self.dcfg.max_per_app)
         if ceiling is not None:
             bounds = [min(bound, top) for bound, top in zip(bounds, ceiling, strict=True)]
         enumerate_all = not too_many_to_enumerate(
