@@ -53,7 +53,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement, Task, TaskOutcome
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.policy import Policy, PolicyConfig, register
 from mrsched.policies.fair import Fair, FairConfig
 
@@ -134,6 +134,7 @@ class AdaptiveSlots(Policy):
         # A5: the job in a free slot is the one Fair (the paper's baseline) would choose.
         self.fair = Fair(self.cfg.fair_config(), seed=self.seed)
         self._nodes: dict[str, _NodeSlots] = {}
+        self._shown: dict[str, tuple[Node, int, int, Node]] = {}  # node -> (original, m_i, r_i, shown copy)
 
     # --- read-only views -------------------------------------------------------------------------------
 
@@ -193,8 +194,10 @@ class AdaptiveSlots(Policy):
         free_maps = state.map_slots - snapshot.running_on(node, "map")
         free_reduces = state.reduce_slots - snapshot.running_on(node, "reduce")
         if u < target:  # strict: U = U* shrinks
-            pending_maps = _pending_maps(snapshot.jobs)
-            pending_reduces = _pending_reduces(snapshot.jobs)
+            # Tm_p and Tr_p matter (to the rule and to why it kept) only when that kind has no free slot: the
+            # sums over every job are skipped otherwise, as they are on most heartbeats.
+            pending_maps = _pending_maps(snapshot.jobs) if free_maps <= 0 else 0
+            pending_reduces = _pending_reduces(snapshot.jobs) if free_reduces <= 0 else 0
             if free_maps <= 0 and pending_maps > 0 and state.map_slots < self.cfg.max_map_slots:
                 state.map_slots += 1
                 state.changes += 1
@@ -254,9 +257,7 @@ class AdaptiveSlots(Policy):
         original = snapshot.nodes[node]
         # Fair reads a node's slots from the snapshot: show it m_i, r_i for this call only, so that the rest of
         # the round (and the owner of the snapshot) keeps the node as it is.
-        snapshot.replace_node(
-            node, replace(original, map_slots=state.map_slots, reduce_slots=state.reduce_slots)
-        )
+        snapshot.replace_node(node, self._shown_node(original, state))
         try:
             placements = self.fair.assign(snapshot, node)
         finally:
@@ -274,6 +275,18 @@ class AdaptiveSlots(Policy):
             )
             for p in placements
         ]
+
+    def _shown_node(self, original: Node, state: _NodeSlots) -> Node:
+        """``original`` with m_i and r_i as its slots; the copy is kept while neither changes (nodes are
+        immutable, and a copy per heartbeat was a tenth of a whole day's run)."""
+        cached = self._shown.get(original.name)
+        if cached is not None:
+            was, maps, reduces, shown = cached
+            if was is original and (maps, reduces) == (state.map_slots, state.reduce_slots):
+                return shown
+        shown = replace(original, map_slots=state.map_slots, reduce_slots=state.reduce_slots)
+        self._shown[original.name] = (original, state.map_slots, state.reduce_slots, shown)
+        return shown
 
     # --- hooks: the composed Fair keeps its indexes and locality waits current ----------------------------
 
