@@ -104,6 +104,46 @@ def test_naive_bayes_posterior_matches_laplace_and_the_smoothed_prior_by_hand() 
     assert nb.is_good(feats(1, 1)) == (good >= bad)
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_naive_bayes_counts_are_categorical_nbs_under_partial_fit_bit_for_bit(seed: int) -> None:
+    """The learner keeps its own counts (partial_fit's validation was a quarter of a whole day's run); its
+    log-likelihoods must stay scikit-learn's CategoricalNB(alpha=1) exactly, example by example."""
+    import numpy as np
+    from sklearn.naive_bayes import CategoricalNB
+
+    rng = np.random.default_rng(seed)
+    nb = NaiveBayes()
+    reference = CategoricalNB(alpha=1.0, fit_prior=False, min_categories=np.array(CARDINALITIES))
+    for step in range(300):
+        # Mostly single examples, as the learner judges them; now and then a weighted batch, as load() gives.
+        size = 1 if step % 7 else int(rng.integers(2, 6))
+        rows = [tuple(int(rng.integers(0, k)) for k in CARDINALITIES) for _ in range(size)]
+        ys = [int(y) for y in rng.integers(0, 2, size)]
+        weights = [1.0] if size == 1 else [float(w) for w in rng.integers(1, 9, size)]
+        nb.update_many(rows, ys, weights)
+        reference.partial_fit(
+            np.array(rows), np.array(ys), classes=np.array([0, 1]), sample_weight=np.array(weights)
+        )
+        assert nb.class_counts == tuple(float(n) for n in reference.class_count_)
+        probe = Features(rows[0], (0.0,) * N_FEATURES)
+        expected = [
+            sum(float(reference.feature_log_prob_[i][c, v]) for i, v in enumerate(probe.categories))
+            for c in (0, 1)
+        ]
+        n_bad, n_good = nb.class_counts
+        prior = [math.log((n + 1.0) / (n_bad + n_good + 2.0)) for n in (n_bad, n_good)]
+        assert nb.log_joint(probe) == (prior[0] + expected[0], prior[1] + expected[1])
+    for ours, theirs in zip(nb.category_count, reference.category_count_, strict=True):
+        assert np.array_equal(ours, theirs)
+
+
+def test_naive_bayes_refuses_an_example_outside_its_categories() -> None:
+    nb = NaiveBayes()
+    with pytest.raises(ValueError, match="out of its categories"):
+        nb.update_many([(0,) * N_FEATURES, (CARDINALITIES[0],) + (0,) * (N_FEATURES - 1)], [1, 1], [1.0, 1.0])
+    assert nb.class_counts == (0.0, 0.0)  # nothing of the batch was counted
+
+
 def test_naive_bayes_cold_start_is_a_tie_and_a_tie_is_good() -> None:
     nb = NaiveBayes()
     assert nb.p_good(feats(3, 1)) == 0.5

@@ -52,17 +52,33 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from mrsched.core.model import ClusterSnapshot, Explanation, Job, NodeMetrics, Placement, Task, TaskOutcome
+from mrsched.core.model import (
+    ClusterSnapshot,
+    Explanation,
+    Hints,
+    Job,
+    NodeMetrics,
+    Placement,
+    Task,
+    TaskOutcome,
+)
 from mrsched.core.policy import PolicyConfig, register
 from mrsched.policies.fair import Fair, FairConfig
 from mrsched.policies.learning_classifiers import NaiveBayes, Perceptron
-from mrsched.policies.learning_features import Features, NodeClasses, features
+from mrsched.policies.learning_features import (
+    Features,
+    NodeClasses,
+    NodeFeatures,
+    candidate_features,
+    node_features,
+)
 from mrsched.policies.slots import SlotPolicy
 from mrsched.policies.utilities import UTILITIES, UtilityContext, combined
 
 WINDOW = 250  # decisions per accuracy window (Fig. 10)
 LOG_KEPT = 50  # decisions kept in the persisted log (counts are kept in full; the log is written often)
 MAX_WAIT_S = 60.0  # how long a decision waits for a sample to judge it before it is dropped [ours]
+MISSING = NodeMetrics(status="missing")  # a node Prometheus never reported
 
 
 class LearningConfig(PolicyConfig):
@@ -151,6 +167,7 @@ class Learning(SlotPolicy):
         self._window = [0, 0]  # judged, confirmed in the current window
         self.nodes: dict[str, _NodeStats] = {}
         self.balances: dict[str, float] = dict(self.cfg.budgets)
+        self._utility_context: UtilityContext | None = None
         # The fallback while a node's metrics are unknown: one task per heartbeat, as the learner itself assigns
         # (seed 000 §3), not Hadoop 1 Fair's default of every free slot.
         self.fair = Fair(FairConfig(assign_multiple=False), seed=self.seed)
@@ -236,7 +253,7 @@ class Learning(SlotPolicy):
     # --- assignment --------------------------------------------------------------------------------------
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
-        metrics = snapshot.metrics.get(node, NodeMetrics(status="missing"))
+        metrics = snapshot.metrics.get(node, MISSING)
         stats = self.nodes.setdefault(node, _NodeStats())
         stats.status = metrics.status
         if metrics.status != "fresh" or metrics.load1 is None:
@@ -274,14 +291,18 @@ class Learning(SlotPolicy):
             self.balances[job.user] -= 1.0
 
     def _context(self, snapshot: ClusterSnapshot) -> UtilityContext:
-        return UtilityContext(
-            snapshot,
-            self.cfg.map_before_reduce,
-            self.balances,
-            self.cfg.capacities,
-            self.cfg.capacity_rule,
-            self.cfg.revenue,
-        )
+        """The utilities' view; kept while the snapshot is the same object (it reads the snapshot and the
+        balances, which change in place, when a utility is evaluated)."""
+        if self._utility_context is None or self._utility_context.snapshot is not snapshot:
+            self._utility_context = UtilityContext(
+                snapshot,
+                self.cfg.map_before_reduce,
+                self.balances,
+                self.cfg.capacities,
+                self.cfg.capacity_rule,
+                self.cfg.revenue,
+            )
+        return self._utility_context
 
     def candidates(
         self, snapshot: ClusterSnapshot, node: str, metrics: NodeMetrics, *, include_bad: bool = False
@@ -290,6 +311,10 @@ class Learning(SlotPolicy):
         best first."""
         ctx = self._context(snapshot)
         out: list[_Candidate] = []
+        # The node's part of F is the same for every candidate, and jobs share hints: both are computed once.
+        # (Lazily: reading the node's class enters it in the vocabulary, which only a candidate may do.)
+        node_part: NodeFeatures | None = None
+        known: dict[tuple[Hints, str], Features] = {}
         for job in snapshot.jobs:
             kinds: list[Literal["map", "reduce"]] = []
             if job.finished_maps + job.running_maps < len(job.maps):  # pick_map finds the task later
@@ -299,17 +324,20 @@ class Learning(SlotPolicy):
             for kind in kinds:
                 if snapshot.nodes[node].by_requests and not snapshot.fits(node, job, kind):
                     continue  # its pod would not fit what the node has left: the kubelet would refuse it
-                f = features(
-                    snapshot,
-                    node,
-                    job,
-                    kind,
-                    metrics,
-                    theta=self.theta,
-                    classes=self.classes,
-                    disk_rate=self.cfg.disk_bytes_per_s,
-                    network_rate=self.cfg.network_bytes_per_s,
-                )
+                if node_part is None:
+                    node_part = node_features(
+                        snapshot,
+                        node,
+                        metrics,
+                        theta=self.theta,
+                        classes=self.classes,
+                        disk_rate=self.cfg.disk_bytes_per_s,
+                        network_rate=self.cfg.network_bytes_per_s,
+                    )
+                hints = job.map_hints if kind == "map" else job.reduce_hints
+                f = known.get((hints, kind))
+                if f is None:
+                    f = known[hints, kind] = candidate_features(hints, kind, node_part)
                 if not include_bad and not self.classifier.is_good(f):
                     continue
                 u = combined(self.cfg.utilities, job, kind, ctx)

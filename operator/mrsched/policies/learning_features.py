@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mrsched.core.model import ClusterSnapshot, Hints, Job, NodeMetrics, TaskType
+from mrsched.core.model import ClusterSnapshot, Hints, NodeMetrics, TaskType
 
 MAX_CORES = 64
 MAX_MEMORY_GB = 128
@@ -125,30 +125,31 @@ def _optional_unit(value: float | None, *, overflow: bool) -> tuple[int, float]:
     return bin_unit(max(value, 0.0), overflow=overflow), min(max(value, 0.0), 1.0)
 
 
-def features(
+@dataclass(frozen=True, slots=True)
+class NodeFeatures:
+    """Features 5-13 of a heartbeating node, the same for every candidate of that heartbeat."""
+
+    categories: tuple[int, ...]
+    scaled: tuple[float, ...]
+
+
+def node_features(
     snapshot: ClusterSnapshot,
     node_name: str,
-    job: Job,
-    kind: TaskType,
     metrics: NodeMetrics,
     *,
     theta: float,
     classes: NodeClasses,
     disk_rate: float,
     network_rate: float,
-) -> Features:
-    """F of candidate (``job``, ``kind``) on ``node_name`` (digest §1.3); ``metrics.load1`` must be known."""
+) -> NodeFeatures:
+    """Features 5-13 of ``node_name`` (digest §1.3); ``metrics.load1`` must be known."""
     node = snapshot.nodes[node_name]
-    hints: Hints = job.map_hints if kind == "map" else job.reduce_hints
-    cats: list[int] = [hint_category(h) for h in (hints.cpu, hints.memory, hints.disk, hints.network)]
-    scaled: list[float] = [c / 9.0 for c in cats]
-    cats.append(0 if kind == "map" else 1)
-    scaled.append(float(cats[-1]))
     cores = max(1, node.cores)
     gb = min(round(node.memory_mb / 1024.0), MAX_MEMORY_GB)
     cls = classes.index(node.node_class)
-    cats += [min(cores, MAX_CORES), gb, cls]
-    scaled += [min(cores, MAX_CORES) / MAX_CORES, gb / MAX_MEMORY_GB, cls / MAX_CLASS_INDEX]
+    cats = [min(cores, MAX_CORES), gb, cls]
+    scaled = [min(cores, MAX_CORES) / MAX_CORES, gb / MAX_MEMORY_GB, cls / MAX_CLASS_INDEX]
     assert metrics.load1 is not None  # the policy falls back to Fair without it
     ratio = metrics.load1 / cores
     cats.append(load_bin(ratio, theta))
@@ -165,4 +166,13 @@ def features(
     running = min(snapshot.running_on(node_name), MAX_RUNNING)
     cats.append(running)
     scaled.append(running / MAX_RUNNING)
-    return Features(tuple(cats), tuple(scaled))
+    return NodeFeatures(tuple(cats), tuple(scaled))
+
+
+def candidate_features(hints: Hints, kind: TaskType, node: NodeFeatures) -> Features:
+    """F of a candidate with ``hints`` of task type ``kind`` (features 0-4) on a node's features 5-13."""
+    cats = [hint_category(h) for h in (hints.cpu, hints.memory, hints.disk, hints.network)]
+    scaled = [c / 9.0 for c in cats]
+    cats.append(0 if kind == "map" else 1)
+    scaled.append(float(cats[-1]))
+    return Features((*cats, *node.categories), (*scaled, *node.scaled))
