@@ -42,12 +42,19 @@ class LoadAverage:
         self.values = dict.fromkeys(LOAD_WINDOWS_S, 0.0)
 
     def sample(self, runnable: float, interval_s: float = LOAD_SAMPLE_S) -> None:
-        for key, window in LOAD_WINDOWS_S.items():
-            decay = math.exp(-interval_s / window)
+        decays = _DECAYS if interval_s == LOAD_SAMPLE_S else _decays(interval_s)
+        for key, decay in decays:
             self.values[key] = self.values[key] * decay + runnable * (1.0 - decay)
 
 
-@dataclass(frozen=True)
+def _decays(interval_s: float) -> tuple[tuple[str, float], ...]:
+    return tuple((key, math.exp(-interval_s / window)) for key, window in LOAD_WINDOWS_S.items())
+
+
+_DECAYS = _decays(LOAD_SAMPLE_S)  # the kernel's own interval: computed once, not per node per sample
+
+
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One node's values (NodeMetrics field → value, None when the node lacks the series) and when the
     newest of them was taken."""
@@ -62,6 +69,7 @@ class MetricsTracker:
     def __init__(self, max_age_s: float = 30.0) -> None:
         self.max_age_s = max_age_s
         self._latest: dict[str, Sample] = {}
+        self._finite: dict[str, tuple[Sample, dict[str, float | None]]] = {}  # node -> (sample, its values)
         #: False while the source does not answer; every node then reads ``unavailable``.
         self.available = True
 
@@ -93,8 +101,11 @@ class MetricsTracker:
             return NodeMetrics(status="missing")
         if age > self.max_age_s:
             return NodeMetrics(status="stale", age_s=age)
-        values = {f: _finite(sample.values.get(f)) for f in FIELDS}
-        return NodeMetrics(**values, age_s=age, status="fresh")
+        kept = self._finite.get(node)
+        if kept is None or kept[0] is not sample:
+            # Once per sample, not per read: a simulated day reads every node at every heartbeat.
+            kept = self._finite[node] = (sample, {f: _finite(sample.values.get(f)) for f in FIELDS})
+        return NodeMetrics(**kept[1], age_s=age, status="fresh")
 
 
 def _finite(value: float | None) -> float | None:

@@ -39,7 +39,8 @@ class SimulatedMetrics:
         self.trace: dict[str, list[tuple[float, float, float | None]]] = {n: [] for n in nodes}
 
     def down(self, now: float) -> bool:
-        return any(o.start_s <= now < o.end_s for o in self.spec.outages)
+        outages = self.spec.outages
+        return bool(outages) and any(o.start_s <= now < o.end_s for o in outages)
 
     def sample_load(self, now: float) -> None:
         """The kernel's 5-second run-queue sample on every node (the load average runs even when nothing
