@@ -5,6 +5,7 @@ label a candidate *good* or *bad*; one global instance serves every node (A4).
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -14,6 +15,11 @@ import numpy.typing as npt
 from mrsched.policies.learning_features import CARDINALITIES, N_FEATURES, Features
 
 Vector = npt.NDArray[np.float64]
+
+_SIZES = np.array(CARDINALITIES)  # |V_i|
+_OFFSETS: tuple[int, ...] = tuple(
+    int(o) for o in np.concatenate(([0], np.cumsum(_SIZES)))
+)  # feature i's start
 
 
 class NaiveBayes:
@@ -40,7 +46,10 @@ class NaiveBayes:
 
     def _reset(self) -> None:
         self.class_count = np.zeros(2)
-        self.category_count = [np.zeros((2, k)) for k in CARDINALITIES]  # N_c,i,v: [feature][class, value]
+        # N_c,i,v of every feature side by side, [class, offset of feature i + v]; category_count[i] is feature
+        # i's [class, value] view of it, as CategoricalNB's category_count_[i].
+        self._counts = np.zeros((2, _OFFSETS[-1]))
+        self.category_count = [self._counts[:, a:b] for a, b in itertools.pairwise(_OFFSETS)]
         #: log P(F_i = v | c) as [feature][class][value] Python floats (None before any example), and the
         #: joint log-likelihoods already computed under it, by category vector (many candidates share one).
         self._log_prob: list[list[list[float]]] | None = None
@@ -91,12 +100,18 @@ class NaiveBayes:
                 raise ValueError(f"a Naive Bayes example out of its categories: {row}")
         for row, y, w in zip(rows, ys, weights, strict=True):
             self.class_count[y] += w
-            for i, v in enumerate(row):
-                self.category_count[i][y, v] += w
-        tables = []
-        for counts in self.category_count:
-            smoothed = counts + self.alpha
-            tables.append((np.log(smoothed) - np.log(smoothed.sum(axis=1).reshape(-1, 1))).tolist())
+            for offset, v in zip(_OFFSETS, row, strict=False):
+                self._counts[y, offset + v] += w
+        # Only the classes that gained examples change. Per feature, Σ_v (N_c,i,v + α) = N_c + α|V_i| exactly
+        # (integer counts): CategoricalNB's smoothed class count, without summing the row.
+        tables = self._log_prob or [[[], []] for _ in CARDINALITIES]
+        for y in {0, 1} if self._log_prob is None else set(ys):
+            row = np.log(self._counts[y] + self.alpha) - np.repeat(
+                np.log(self.class_count[y] + self.alpha * _SIZES), _SIZES
+            )
+            values = row.tolist()
+            for i, (a, b) in enumerate(itertools.pairwise(_OFFSETS)):
+                tables[i][y] = values[a:b]
         self._log_prob = tables
         self._joint = {}
 

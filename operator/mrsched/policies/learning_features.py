@@ -20,7 +20,7 @@ index  feature                              categories                          
 13     running tasks on the node             count capped at 16                              17
 =====  ===================================  ==============================================  ==========
 
-Static features get a fixed cap because CategoricalNB needs a fixed number of features and categories
+Static features get a fixed cap because the Naive Bayes tables have a fixed number of features and categories
 (``min_categories``). A dynamic value the node lacks (None while its metrics are fresh) is its own "unknown"
 category [ours]: None means unknown, never zero. The nominal disk and network rates (``diskBytesPerS``,
 ``networkBytesPerS``) are options, not in the paper (it does not bin rates at all).
