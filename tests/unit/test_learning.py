@@ -125,14 +125,17 @@ def test_naive_bayes_counts_are_categorical_nbs_under_partial_fit_bit_for_bit(se
             np.array(rows), np.array(ys), classes=np.array([0, 1]), sample_weight=np.array(weights)
         )
         assert nb.class_counts == tuple(float(n) for n in reference.class_count_)
-        probe = Features(rows[0], (0.0,) * N_FEATURES)
-        expected = [
-            sum(float(reference.feature_log_prob_[i][c, v]) for i, v in enumerate(probe.categories))
-            for c in (0, 1)
-        ]
         n_bad, n_good = nb.class_counts
         prior = [math.log((n + 1.0) / (n_bad + n_good + 2.0)) for n in (n_bad, n_good)]
-        assert nb.log_joint(probe) == (prior[0] + expected[0], prior[1] + expected[1])
+        # The example just learned and two others: both classes' tables, the one that did not change too.
+        others = [tuple(int(rng.integers(0, k)) for k in CARDINALITIES) for _ in range(2)]
+        for categories in (rows[0], *others):
+            expected = [
+                sum(float(reference.feature_log_prob_[i][c, v]) for i, v in enumerate(categories))
+                for c in (0, 1)
+            ]
+            probe = Features(categories, (0.0,) * N_FEATURES)
+            assert nb.log_joint(probe) == (prior[0] + expected[0], prior[1] + expected[1])
     for ours, theirs in zip(nb.category_count, reference.category_count_, strict=True):
         assert np.array_equal(ours, theirs)
 

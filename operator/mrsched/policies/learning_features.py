@@ -21,7 +21,7 @@ index  feature                              categories                          
 =====  ===================================  ==============================================  ==========
 
 Static features get a fixed cap because the Naive Bayes tables have a fixed number of features and categories
-(``min_categories``). A dynamic value the node lacks (None while its metrics are fresh) is its own "unknown"
+(|V_i| below). A dynamic value the node lacks (None while its metrics are fresh) is its own "unknown"
 category [ours]: None means unknown, never zero. The nominal disk and network rates (``diskBytesPerS``,
 ``networkBytesPerS``) are options, not in the paper (it does not bin rates at all).
 
