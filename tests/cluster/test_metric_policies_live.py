@@ -37,15 +37,15 @@ TINY = {"map": {"cpu": "10m", "memory": "16Mi"}, "reduce": {"cpu": "10m", "memor
 #: Prometheus scrapes every second here: rate() over three seconds is "the last heartbeat period" of seed 001,
 #: and still holds the two samples rate() needs when a scrape slips on a loaded machine (with two seconds, a
 #: slipped scrape left U unknown and the policy on its fallback for that heartbeat).
-METRICS_FLAGS = ("--metrics-rate-window", "3s", "--metrics-max-age", "6")
+METRICS = MetricsSettings(rate_window="3s", max_age_s=6.0)
+METRICS_FLAGS = ("--metrics-rate-window", METRICS.rate_window, "--metrics-max-age", f"{METRICS.max_age_s:g}")
 
 
 def wait_idle_and_fresh(prometheus_url: str, nodes: list[str]) -> None:
     """Until the nodes' series span the rate window, rate() reads a new, idle node as busy (it divides by the
     whole window), so a job applied at once would meet nodes at U ≥ U* and no growth; wait until Prometheus shows
     every node fresh and idle, as the operator will read it (the same window and age limit)."""
-    settings = MetricsSettings(rate_window=METRICS_FLAGS[1], max_age_s=float(METRICS_FLAGS[3]))
-    source = NodeMetricsSource(prometheus_query(prometheus_url), settings)
+    source = NodeMetricsSource(prometheus_query(prometheus_url), METRICS)
 
     def idle_and_fresh() -> bool:
         read = source.read(nodes)
