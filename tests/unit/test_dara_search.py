@@ -131,3 +131,29 @@ def test_diagnosis_past_the_limit_finds_the_enumerations_mix_under_the_belief(be
     assert found[0] == found[1]
     if beta == 0:
         assert found[1]["slowed"]["j"] < found[1]["healthy"]["j"]
+
+
+def test_grids_are_kept_read_only_and_within_their_byte_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # feasible_vectors keeps the grids it built (a refit asks again for the same bounds): a repeated call
+    # returns the same rows, read-only so that no caller can change what the next one gets; other inputs get
+    # their own grid; the kept grids never pass the byte budget, least recently used out first.
+    from mrsched.policies import dara_search
+
+    monkeypatch.setattr(dara_search, "_GRIDS", type(dara_search._GRIDS)())
+    monkeypatch.setattr(dara_search, "_grid_bytes", 0)
+    monkeypatch.setattr(dara_search, "_GRID_BUDGET_BYTES", 64 * 1024)
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        n = int(rng.integers(1, 5))
+        bounds = [int(b) for b in rng.integers(0, 10, n)]
+        mem = rng.choice([230.0, 1024.0, 2048.0], n)
+        memory = float(rng.choice([4000.0, 12288.0]))
+        built = dara_search._build_feasible_vectors(bounds, mem, memory)
+        first = feasible_vectors(bounds, mem, memory)
+        again = feasible_vectors(list(bounds), mem.copy(), memory)
+        assert np.array_equal(first, built) and np.array_equal(again, built)
+        assert not again.flags.writeable
+        with pytest.raises(ValueError):
+            again[0, 0] = 99.0
+        assert dara_search._grid_bytes == sum(g.nbytes for g in dara_search._GRIDS.values()) <= 64 * 1024
+    assert 0 < len(dara_search._GRIDS) < 60  # some kept, some evicted
