@@ -125,3 +125,49 @@ def test_after_cores_shut_down_the_belief_brings_the_servers_throughput_back() -
     }
     print("shut-down server's maps/min once settled:", settled)
     assert settled["diagnosis"] > 1.3 * settled["diagnosis:frozen"]
+
+
+def test_draws_are_numpys_multivariate_normal_draw_for_draw() -> None:
+    # _draw keeps the covariance's SVD between draws; it must give numpy's multivariate_normal numbers (SVD
+    # method, the generator's same stream), whichever covariance, and leave the generator where numpy would.
+    policy = _policy(samples=16)
+    reference = np.random.default_rng(policy.seed)
+    covs = [0.04 * np.eye(2), np.array([[0.05, 0.03], [0.03, 0.02]]), np.array([[1.0, 1.0], [1.0, 1.0]])]
+    b = policy.belief("n")
+    for cov in covs:
+        b.cov = cov
+        for mean in (np.array([1.0, 1.0]), np.array([3.0, 0.5])):
+            b.mean = mean
+            expected = reference.multivariate_normal(mean, cov, size=16, check_valid="ignore")
+            assert np.array_equal(policy._draw(b), np.maximum(expected, 0.01))
+    assert policy._rng.bit_generator.state == reference.bit_generator.state
+
+
+def _two_nodes() -> dict[str, Node]:
+    return {name: Node(name, 8, 12_000.0, node_class="c") for name in ("a", "b")}
+
+
+def test_a_deferred_x_star_is_the_one_computed_when_it_was_due() -> None:
+    # x* is evaluated when a heartbeat reads it, but from what held (and the draws drawn) when it was due: a
+    # belief that moves before the read does not change it, and an x* never read does not shift the random
+    # stream of the next. Twin policies, one reading every x* at once, the other only at the end.
+    eager, lazy = _policy(), _policy()
+    seen = []
+    for policy in (eager, lazy):
+        policy.fitted_classes = {"c"}
+        for node in ("a", "b"):
+            policy.belief(node).observations = 10
+        policy.belief("b").mean = np.array([4.0, 1.0])
+    for step, s_c in enumerate((1.0, 6.0, 2.0, 8.0)):
+        for policy in (eager, lazy):
+            policy.belief("a").mean = np.array([s_c, 1.0])
+            policy.compute_optimal(_two_nodes(), ["j"])
+        seen.append({node: dict(x) for node, x in eager.optimal.items()})  # read now
+        assert lazy._pending  # not evaluated yet
+        if step == 3:
+            for policy in (eager, lazy):
+                policy.belief("a").mean = np.array([1.0, 1.0])  # moves after x* was due
+    assert lazy.optimal == seen[-1]
+    # sqrt(λ/(K s_c)) with K = 0.1: s_c = 8 gives 5 containers (±1 by Monte Carlo), not s_c = 1's 14
+    assert seen[-1]["a"]["j"] == pytest.approx(5, abs=1) and seen[1]["a"]["j"] == pytest.approx(6, abs=1)
+    assert lazy._rng.bit_generator.state == eager._rng.bit_generator.state

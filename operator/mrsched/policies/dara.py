@@ -194,7 +194,7 @@ class Dara(SlotPolicy):
         self.fitted_classes: set[str] = set()
         self.observations: deque[Observation] = deque(maxlen=self.cfg.window)
         self._fit_window = FitWindow(self.cfg.window)  # the observations as the refit reads them
-        self.optimal: dict[str, dict[str, int]] = {}  # node -> app -> x*
+        self._optimal: dict[str, dict[str, int]] = {}  # node -> app -> x* (read through _x_star / optimal)
         self.searched_locally: set[str] = set()  # nodes whose x* came from the local search, not Eq 4.16's
         self._members: tuple[str, ...] = ()  # applications in the optimisation, submission order
         self._since_fit = 0
@@ -346,6 +346,19 @@ class Dara(SlotPolicy):
 
     # --- Alg 4.3.1 / 4.3.2 -----------------------------------------------------------------------------
 
+    @property
+    def optimal(self) -> dict[str, dict[str, int]]:
+        """x* per node and application, every node's (a subclass may defer a node's until it is read)."""
+        return self._optimal
+
+    @optimal.setter
+    def optimal(self, value: dict[str, dict[str, int]]) -> None:
+        self._optimal = value
+
+    def _x_star(self, node: str) -> dict[str, int]:
+        """x* of ``node`` (which :meth:`compute_optimal` covered), per application."""
+        return self._optimal[node]
+
     def compute_optimal(self, snapshot_nodes: dict[str, Node], apps: list[str]) -> None:
         """x*_M for every node M over ``apps`` (COMPUTE_OPTIMAL_ASSIGNMENT per node class: the same class with
         the same applications gives the same x*)."""
@@ -356,7 +369,7 @@ class Dara(SlotPolicy):
         mem = np.array([self.profiles[a].memory_mb for a in known], dtype=np.float64)
         cpu = self.request_cpus(known)
         cache: dict[tuple[str, float, float], tuple[dict[str, int], bool]] = {}
-        self.optimal = {}
+        self._optimal = {}
         self.searched_locally = set()
         for name, node in snapshot_nodes.items():
             cls = node.node_class
@@ -369,7 +382,7 @@ class Dara(SlotPolicy):
                 found = self._search_mix(lam, c, d, mem, alpha_c, alpha_d, node.memory_mb, cpu, cores)
                 cache[key] = (dict(zip(known, found.x, strict=True)), found.exhaustive)
             mix, exhaustive = cache[key]
-            self.optimal[name] = {a: mix.get(a, 0) for a in apps}
+            self._optimal[name] = {a: mix.get(a, 0) for a in apps}
             if not exhaustive:
                 self.searched_locally.add(name)
 
@@ -450,7 +463,7 @@ class Dara(SlotPolicy):
             if app not in self._members:
                 self.add_application(app, snapshot.nodes)
         missing = any(
-            node.node_class in self.fitted_classes and name not in self.optimal
+            node.node_class in self.fitted_classes and name not in self._optimal
             for name, node in snapshot.nodes.items()
         )
         if refitted or self._stale or missing:
@@ -468,7 +481,7 @@ class Dara(SlotPolicy):
             len(self.profiles),
             len(self.fit.lam),
             len(self.fitted_classes),
-            len(self.optimal),
+            len(self._optimal),
             self._members,
         )
 
@@ -550,7 +563,7 @@ class Dara(SlotPolicy):
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         self._sync(snapshot)
         clock = self._clock(snapshot, node)
-        if node not in self.optimal:  # no fitted model for this node's class yet: the FairScheduler decides
+        if node not in self._optimal:  # no fitted model for this node's class yet: the FairScheduler decides
             return self._delegate(snapshot, node, clock, "load model not fitted for this node class")
         placements: list[Placement] = []
         profiling = self._profile_one(snapshot, node, clock)
@@ -614,7 +627,7 @@ class Dara(SlotPolicy):
     def _idle(self, snapshot: ClusterSnapshot, node: str) -> bool:
         """x* asks for no container at all on ``node`` and it runs no map: the composed Fair policy takes the
         heartbeat, otherwise pending maps could wait for ever (e.g. while the only application is profiled)."""
-        return sum(self.optimal[node].values()) == 0 and snapshot.running_on(node, "map") == 0
+        return sum(self._x_star(node).values()) == 0 and snapshot.running_on(node, "map") == 0
 
     def _unprofiled(self, job: Job) -> bool:
         return job.id not in self.profiles and job.finished_maps == 0
@@ -622,7 +635,7 @@ class Dara(SlotPolicy):
     def _profile_one(self, snapshot: ClusterSnapshot, node: str, clock: _NodeClock) -> Placement | None:
         """I4-6: an application not yet measured gets one profiling map as soon as a node has spare memory
         (only while DARA's model drives the node; where Fair schedules, every job runs maps anyway)."""
-        if node not in self.optimal:
+        if node not in self._optimal:
             return None
         for job in snapshot.jobs:
             if not self._unprofiled(job) or job.running_maps > 0:
@@ -642,15 +655,16 @@ class Dara(SlotPolicy):
     def _dara_one(self, snapshot: ClusterSnapshot, node: str, clock: _NodeClock) -> Placement | None:
         """DARA_SCHEDULE (Alg 4.3.3) for one container on ``node``: the first locality tier holding an
         application with a positive deficit, and BEST_APP_TO_ADD (Alg 4.3.4) within it."""
-        optimal = self.optimal[node]
         current = {a: clock.count.get(a, 0) for a in self._members}
-        if self.cfg.literal:
-            if snapshot.free_slots(node, "map") <= 0:
-                return None
-        elif sum(current.values()) >= sum(optimal.values()):
+        if self.cfg.literal and snapshot.free_slots(node, "map") <= 0:
+            return None
+        free = self._free_memory(snapshot, node)
+        if all(free <= self.profiles[a].memory_mb for a in self._members):
+            return None  # no member's map fits, whatever x* asks (x* is not even read: it may be deferred)
+        optimal = self._x_star(node)
+        if not self.cfg.literal and sum(current.values()) >= sum(optimal.values()):
             return None
         tiers: list[list[tuple[Job, Task, Level]]] = [[], [], []]
-        free = self._free_memory(snapshot, node)
         for job in snapshot.jobs:
             if job.id not in optimal:
                 continue

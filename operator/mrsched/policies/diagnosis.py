@@ -47,7 +47,6 @@ belief lowers its mix below what its requests allow. ``shortestFirst`` and ``reu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -64,86 +63,30 @@ from mrsched.policies.dara_search import (
     search_bounds,
     too_many_to_enumerate,
 )
+from mrsched.policies.diagnosis_model import (
+    S_FLOOR,
+    Deferred,
+    Matrix,
+    Mixes,
+    NodeBelief,
+    expected_throughputs,
+    grid_information_gains,
+    information_gain,
+    kalman_update,
+    predict,
+    throughput_terms,
+)
 
-Matrix = Vector  # 2×2 float arrays
-
-#: Floor of the slowdown factors' samples and means: a node cannot run faster than with no load term.
-_S_FLOOR = 0.01
-
-
-def predict(cov: Matrix, variance: float, cap: float | None = None) -> Matrix:
-    """Eq 6.7: the random-walk step adds ``variance`` to each diagonal element (V read as a variance per step,
-    digest I6-2), never past ``cap`` when one is given (the V_low drift cap)."""
-    step = np.full(2, variance, dtype=np.float64)
-    if cap is not None:
-        step = np.clip(cap - np.diag(cov), 0.0, step)
-    return np.asarray(cov + np.diag(step), dtype=np.float64)
-
-
-def kalman_update(mean: Vector, cov: Matrix, a: Vector, y: float, noise_var: float) -> tuple[Vector, Matrix]:
-    """Condition N(mean, cov) on one observation y = aᵀs + ε, ε ~ N(0, noise_var): ``S = aᵀΣa + σ²``,
-    ``K = Σa/S``, ``μ' = μ + K(y − aᵀμ)``, ``Σ' = Σ − K aᵀΣ`` (the information form's update, Eq 5.14/5.15)."""
-    sa = cov @ a
-    s = float(a @ sa) + noise_var
-    gain = sa / s
-    new_mean = mean + gain * (y - float(a @ mean))
-    new_cov = cov - np.outer(gain, sa)
-    return np.asarray(new_mean, dtype=np.float64), np.asarray(0.5 * (new_cov + new_cov.T), dtype=np.float64)
-
-
-def information_gain(
-    cov: Matrix, features: Vector, noise_vars: Vector, counts: Vector | None = None
-) -> float:
-    """Expected information gain (nats) of observing each row a_k of ``features`` ``counts[k]`` times with noise
-    variance ``noise_vars[k]``: ``½ ln det(I + Σ Σ_k n_k a_k a_kᵀ/σ_k²)`` (Eq 6.17's expected KL divergence, in
-    closed form for a linear-Gaussian model). 0 for no observation."""
-    n = np.ones(len(features)) if counts is None else np.asarray(counts, dtype=np.float64)
-    info = np.einsum("k,ki,kj->ij", n / noise_vars, features, features)
-    sign, logdet = np.linalg.slogdet(np.eye(2) + cov @ info)
-    return 0.5 * float(logdet) if sign > 0 else 0.0
-
-
-def expected_throughputs(
-    grid: Vector, lam: Vector, c: Vector, d: Vector, alpha_c: float, alpha_d: float, samples: Vector
-) -> Vector:
-    """E[τ̄(x)] (Eq 6.5 with Eq 4.9/4.12) for every row x of ``grid``, as the mean over the rows (s_c, s_d) of
-    ``samples`` of Σ_j λ_j x_j / t_j(x; s_c α_c, s_d α_d)."""
-    rc, rd = load_ratios(c, d)
-    lc, ld = grid @ rc, grid @ rd  # (G,)
-    cpu = c[None, :] * alpha_c * (lc**2)[:, None]  # (G, n): load term per unit of s_c
-    disk = d[None, :] * alpha_d * (ld**2)[:, None]
-    t = lam[None, None, :] + samples[:, 0, None, None] * cpu[None] + samples[:, 1, None, None] * disk[None]
-    work = np.where(grid > 0, lam[None, :] * grid, 0.0)  # (G, n)
-    per_sample = np.sum(work[None] / np.where(t > 0, t, 1.0), axis=2)  # (K, G)
-    return np.asarray(per_sample.mean(axis=0), dtype=np.float64)
-
-
-def grid_information_gains(
-    grid: Vector,
-    lam: Vector,
-    c: Vector,
-    d: Vector,
-    alpha_c: float,
-    alpha_d: float,
-    cov: Matrix,
-    noise: Vector,
-) -> Vector:
-    """EIG(x) for every row x of ``grid``: one completion of each container, with features at x's loads."""
-    rc, rd = load_ratios(c, d)
-    lc, ld = grid @ rc, grid @ rd
-    a_c = c[None, :] * alpha_c * (lc**2)[:, None]  # (G, n)
-    a_d = d[None, :] * alpha_d * (ld**2)[:, None]
-    w = grid / noise[None, :]
-    info = np.stack(
-        [
-            np.stack([np.sum(w * a_c * a_c, 1), np.sum(w * a_c * a_d, 1)], -1),
-            np.stack([np.sum(w * a_d * a_c, 1), np.sum(w * a_d * a_d, 1)], -1),
-        ],
-        -2,
-    )  # (G, 2, 2)
-    m = np.eye(2)[None] + cov[None] @ info
-    det = m[:, 0, 0] * m[:, 1, 1] - m[:, 0, 1] * m[:, 1, 0]
-    return np.asarray(0.5 * np.log(np.maximum(det, 1.0)), dtype=np.float64)
+__all__ = [  # the model's functions, re-exported where the policy's readers look for them
+    "Diagnosis",
+    "DiagnosisConfig",
+    "NodeBelief",
+    "expected_throughputs",
+    "grid_information_gains",
+    "information_gain",
+    "kalman_update",
+    "predict",
+]
 
 
 class DiagnosisConfig(DaraConfig):
@@ -166,27 +109,6 @@ class DiagnosisConfig(DaraConfig):
     cap_at_prior: bool = Field(True, alias="capAtPrior")
 
 
-@dataclass
-class NodeBelief:
-    """A node's belief over its slowdown factors s = (s_c, s_d) (moment form)."""
-
-    mean: Vector = field(default_factory=lambda: np.ones(2))
-    cov: Matrix = field(default_factory=lambda: np.eye(2))
-    observations: int = 0
-    detections: int = 0
-    recent: list[bool] = field(default_factory=list)
-    computed_at: Vector | None = None  # the mean x* was last computed with
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "slowdownC": round(float(self.mean[0]), 6),
-            "slowdownD": round(float(self.mean[1]), 6),
-            "covariance": [[round(float(v), 9) for v in row] for row in self.cov],
-            "observations": self.observations,
-            "detections": self.detections,
-        }
-
-
 @register
 class Diagnosis(Dara):
     name = "diagnosis"
@@ -198,11 +120,9 @@ class Diagnosis(Dara):
         self.beliefs: dict[str, NodeBelief] = {}
         self._rng = np.random.default_rng(self.seed)
         self._changed: set[str] = set()  # nodes whose belief changed since their x* was computed
-        self._computed: dict[str, tuple[Any, tuple[int, ...], bool]] = {}  # node -> (inputs, x*, exhaustive)
-        #: DARA's x* (the prior's) by its exact inputs, for one compute_optimal: a class's nodes share it
-        self._priors: dict[tuple[object, ...], Assignment] = {}
-        #: the mixes to enumerate by their exact inputs, for one compute_optimal: a class's nodes share them
-        self._grids: dict[tuple[object, ...], Vector] = {}
+        self._computed: dict[str, tuple[Any, Deferred]] = {}  # node -> (inputs, its x*)
+        #: nodes whose x* is deferred (_defer) until read: (x*, the applications, those of them in the search)
+        self._pending: dict[str, tuple[Deferred, list[str], list[str]]] = {}
 
     def belief(self, node: str) -> NodeBelief:
         found = self.beliefs.get(node)
@@ -245,99 +165,160 @@ class Diagnosis(Dara):
             b.detections += 1
         b.cov = predict(b.cov, cfg.v_high if change else cfg.v_low, None if change else cfg.prior_var)
         b.mean, b.cov = kalman_update(b.mean, b.cov, a, y, noise_var)
-        b.mean = np.maximum(b.mean, _S_FLOOR)
+        b.mean = np.maximum(b.mean, S_FLOOR)
         b.observations += 1
-        moved = b.computed_at is None or float(np.max(np.abs(b.mean - b.computed_at))) > cfg.recompute_shift
-        if change or moved:
+        if change or self._moved(b):
             self._changed.add(node)
         return True
 
     # --- policy search (§6.1.3) ----------------------------------------------------------------------
 
+    @property
+    def optimal(self) -> dict[str, dict[str, int]]:
+        """x* per node and application, every deferred node's evaluated first."""
+        for node in list(self._pending):
+            self._x_star(node)
+        return self._optimal
+
+    @optimal.setter
+    def optimal(self, value: dict[str, dict[str, int]]) -> None:
+        self._optimal, self._pending = value, {}
+
+    def _moved(self, b: NodeBelief) -> bool:
+        """Whether the belief's mean moved by more than ``recomputeShift`` in either factor since x* was computed
+        (or x* never was)."""
+        if b.computed_at is None:
+            return True
+        shift = self.dcfg.recompute_shift
+        return bool(abs(b.mean[0] - b.computed_at[0]) > shift or abs(b.mean[1] - b.computed_at[1]) > shift)
+
+    def _idle(self, snapshot: ClusterSnapshot, node: str) -> bool:
+        """DARA's, reading x* (perhaps deferred) only for a node that runs no map."""
+        return snapshot.running_on(node, "map") == 0 and sum(self._x_star(node).values()) == 0
+
+    def _x_star(self, node: str) -> dict[str, int]:
+        """x* of ``node``, evaluated now if it was deferred (:meth:`_defer`)."""
+        pending = self._pending.pop(node, None)
+        if pending is not None:
+            deferred, apps, known = pending
+            x, exhaustive = deferred.value()
+            self._optimal[node] = {a: 0 for a in apps} | dict(zip(known, x, strict=True))
+            if exhaustive:
+                self.searched_locally.discard(node)
+            else:
+                self.searched_locally.add(node)
+        return self._optimal[node]
+
     def compute_optimal(self, snapshot_nodes: dict[str, Node], apps: list[str]) -> None:
         """x* per node under its belief (module docstring). A node whose belief has not moved by more than
         ``recomputeShift`` since its x* was computed for the same applications keeps it (DARA recomputes every
         node on each refit); a frozen or never-observed belief is the prior's point estimate, DARA's x*."""
-        self.optimal = {}
+        self._optimal, self._pending = {}, {}
+        mixes = self._mixes(apps)
         for name, node in snapshot_nodes.items():
             if node.node_class in self.fitted_classes:
-                self._optimal_for(name, node, apps)
-        self._priors, self._grids = {}, {}
+                self._optimal_for(name, node, mixes)
 
-    def _optimal_for(self, name: str, node: Node, apps: list[str]) -> None:
+    def _mixes(self, apps: list[str]) -> Mixes:
         known = [a for a in apps if a in self.profiles and a in self.fit.lam]
         lam = np.array([self.fit.lam[a] for a in known], dtype=np.float64)
-        c = np.array([self.profiles[a].cpu_s for a in known], dtype=np.float64)
-        d = np.array([self.profiles[a].io_mb for a in known], dtype=np.float64)
-        mem = np.array([self.profiles[a].memory_mb for a in known], dtype=np.float64)
-        alpha_c, alpha_d = self.fit.alpha.get(node.node_class) or self.offline[node.node_class]
-        cpu, cores = self.request_cpus(known), (node.cores if node.by_requests else math.inf)
-        b = self.belief(name)
-        key = (tuple(known), tuple(np.round(lam, 6)), alpha_c, alpha_d, node.memory_mb, cores, tuple(cpu))
-        cached = self._computed.get(name)
-        moved = (
-            b.computed_at is None or float(np.max(np.abs(b.mean - b.computed_at))) > self.dcfg.recompute_shift
+        cpu = self.request_cpus(known)
+        return Mixes(
+            apps=apps,
+            known=known,
+            lam=lam,
+            c=np.array([self.profiles[a].cpu_s for a in known], dtype=np.float64),
+            d=np.array([self.profiles[a].io_mb for a in known], dtype=np.float64),
+            mem=np.array([self.profiles[a].memory_mb for a in known], dtype=np.float64),
+            cpu=cpu,
+            noise=np.maximum(self.dcfg.sigma_scale * lam, 1e-3) ** 2,
+            key=(tuple(known), tuple(np.round(lam, 6)), tuple(cpu)),
         )
+
+    def _optimal_for(self, name: str, node: Node, mixes: Mixes) -> None:
+        alpha_c, alpha_d = self.fit.alpha.get(node.node_class) or self.offline[node.node_class]
+        cores = node.cores if node.by_requests else math.inf
+        b = self.belief(name)
+        key = (mixes.key, alpha_c, alpha_d, node.memory_mb, cores)  # mixes.key shared: compared by identity
+        cached = self._computed.get(name)
+        moved = self._moved(b)
         if cached is not None and cached[0] == key and not moved:
-            x, exhaustive = cached[1], cached[2]
+            deferred = cached[1]
         else:
-            inputs = (lam, c, d, mem, alpha_c, alpha_d, node.memory_mb, cpu, cores)
-            exact_key = tuple(v.tobytes() if isinstance(v, np.ndarray) else v for v in inputs)
-            found = self._priors.get(exact_key)
-            if found is None:
-                found = self._priors[exact_key] = self._search_mix(
-                    lam, c, d, mem, alpha_c, alpha_d, node.memory_mb, cpu, cores
-                )
-            prior, exhaustive = found.x, found.exhaustive
-            if self.dcfg.freeze or b.observations == 0:
-                x = prior
-            else:
-                noise = np.maximum(self.dcfg.sigma_scale * lam, 1e-3) ** 2
-                ceiling = prior if self.dcfg.cap_at_prior else None
-                x, searched = self._argmax(
-                    lam, c, d, mem, alpha_c, alpha_d, node.memory_mb, b, noise, ceiling, cpu=cpu, cores=cores
-                )
-                exhaustive = exhaustive and searched
+            deferred = self._defer(mixes, alpha_c, alpha_d, node.memory_mb, cores, b)
             b.computed_at = b.mean.copy()
-            self._computed[name] = (key, x, exhaustive)
-        self.optimal[name] = {a: 0 for a in apps} | dict(zip(known, x, strict=True))
-        if exhaustive:
-            self.searched_locally.discard(name)
-        else:
-            self.searched_locally.add(name)
+            self._computed[name] = (key, deferred)
+        self._optimal[name] = {}  # evaluated when read (_x_star)
+        self._pending[name] = (deferred, mixes.apps, mixes.known)
+
+    def _defer(
+        self, q: Mixes, alpha_c: float, alpha_d: float, memory_mb: float, cores: float, b: NodeBelief
+    ) -> Deferred:
+        """x* of one node, evaluated when first read: a recomputation that no heartbeat reads before the next
+        (several a round while applications come and go) costs nothing. Whatever it reads is taken now, and
+        its Monte Carlo draws are drawn now, so the random stream, and so x*, are what computing it now gives."""
+
+        def prior() -> Assignment:
+            # the applications' arrays are q's, the same for every node: the rest is the node's part
+            node_key = (alpha_c, alpha_d, memory_mb, cores)
+            found = q.priors.get(node_key)
+            if found is None:
+                found = q.priors[node_key] = self._search_mix(
+                    q.lam, q.c, q.d, q.mem, alpha_c, alpha_d, memory_mb, q.cpu, cores
+                )
+            return found
+
+        if self.dcfg.freeze or b.observations == 0:
+            return Deferred(lambda: (prior().x, prior().exhaustive))
+        if not q.known:
+            return Deferred(lambda: ((), True))
+        draws = self._draw(b)
+        s, cov = np.maximum(b.mean, S_FLOOR), b.cov
+
+        def under_belief() -> tuple[tuple[int, ...], bool]:
+            found = prior()
+            ceiling = found.x if self.dcfg.cap_at_prior else None
+            x, searched = self._argmax(q, alpha_c, alpha_d, memory_mb, cores, s, cov, draws, ceiling)
+            return x, found.exhaustive and searched
+
+        return Deferred(under_belief)
+
+    def _draw(self, b: NodeBelief) -> Vector:
+        """``samples`` draws of s from the belief, floored: numpy's ``multivariate_normal`` (its SVD method,
+        draw for draw the same numbers), with the SVD kept while the covariance is the same array."""
+        factor = b.factor
+        if factor is None or b.factor_of is not b.cov:
+            u, singular, _ = np.linalg.svd(b.cov)
+            factor = b.factor = u * np.sqrt(singular)
+            b.factor_of = b.cov
+        z = self._rng.standard_normal((self.dcfg.samples, 2))
+        return np.maximum(b.mean + z @ factor.T, S_FLOOR)
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         """DARA's, after recomputing x* of this node alone if its belief changed (§6.1.1: on a state change)."""
-        if node in self._changed and node in self.optimal and node in snapshot.nodes:
+        if node in self._changed and node in self._optimal and node in snapshot.nodes:
             self._changed.discard(node)
-            self._optimal_for(node, snapshot.nodes[node], list(self._members))
-            self._priors, self._grids = {}, {}
+            self._optimal_for(node, snapshot.nodes[node], self._mixes(list(self._members)))
         return super().assign(snapshot, node)
 
     def _argmax(
         self,
-        lam: Vector,
-        c: Vector,
-        d: Vector,
-        mem: Vector,
+        q: Mixes,
         alpha_c: float,
         alpha_d: float,
         memory_mb: float,
-        b: NodeBelief,
-        noise: Vector,
+        cores: float,
+        s: Vector,
+        cov: Matrix,
+        draws: Vector,
         ceiling: tuple[int, ...] | None = None,
-        *,
-        cpu: Vector | None = None,
-        cores: float = math.inf,
     ) -> tuple[tuple[int, ...], bool]:
-        """The mix of highest expected throughput under the belief (Eq 6.5, + β·EIG), and whether every mix was
-        enumerated (False: :func:`local_search` [ours], past ``exhaustiveLimit``; the EIG bonus is then scaled
-        by the expected throughput's local maximum, the enumeration's grid maximum being unknown)."""
-        n = len(lam)
-        if n == 0:
-            return (), True
+        """The mix of highest expected throughput under the belief (mean ``s``, covariance ``cov``, Monte Carlo
+        ``draws``) (Eq 6.5, + β·EIG), and whether every mix was enumerated (False: :func:`local_search` [ours],
+        past ``exhaustiveLimit``; the EIG bonus is then scaled by the expected throughput's local maximum, the
+        enumeration's grid maximum being unknown)."""
+        lam, c, d, mem, cpu = q.lam, q.c, q.d, q.mem, q.cpu
         rc, rd = load_ratios(c, d)
-        s = np.maximum(b.mean, _S_FLOOR)
         k = c * alpha_c * s[0] * rc**2 + d * alpha_d * s[1] * rd**2
         bounds = search_bounds(lam, k, mem, memory_mb, self.dcfg.bound_factor, self.dcfg.max_per_app)
         if ceiling is not None:
@@ -345,8 +326,6 @@ class Diagnosis(Dara):
         enumerate_all = not too_many_to_enumerate(
             self.dcfg.exhaustive_limit, bounds, mem, memory_mb, cpu, cores
         )
-        draws = self._rng.multivariate_normal(b.mean, b.cov, size=self.dcfg.samples, check_valid="ignore")
-        draws = np.maximum(draws, _S_FLOOR)
         if not enumerate_all:
 
             def expected(rows: Vector) -> Vector:
@@ -359,17 +338,18 @@ class Diagnosis(Dara):
             scale = float(expected(best)[0])
 
             def belief_value(rows: Vector) -> Vector:
-                gains = grid_information_gains(rows, lam, c, d, alpha_c, alpha_d, b.cov, noise)
+                gains = grid_information_gains(rows, lam, c, d, alpha_c, alpha_d, cov, q.noise)
                 return expected(rows) + self.dcfg.beta * scale * gains
 
             return local_search(bounds, mem, memory_mb, belief_value, cpu, cores), False
-        grid_key = (tuple(bounds), mem.tobytes(), memory_mb, None if cpu is None else cpu.tobytes(), cores)
-        grid = self._grids.get(grid_key)
-        if grid is None:
-            grid = self._grids[grid_key] = feasible_vectors(bounds, mem, memory_mb, cpu, cores)
-        value = expected_throughputs(grid, lam, c, d, alpha_c, alpha_d, draws)
+        grid = feasible_vectors(bounds, mem, memory_mb, cpu, cores)
+        terms_key = (tuple(bounds), memory_mb, cores, alpha_c, alpha_d)
+        terms = q.terms.get(terms_key)
+        if terms is None:
+            terms = q.terms[terms_key] = throughput_terms(grid, lam, c, d, alpha_c, alpha_d)
+        value = expected_throughputs(grid, lam, c, d, alpha_c, alpha_d, draws, terms)
         if self.dcfg.beta > 0:
-            gains = grid_information_gains(grid, lam, c, d, alpha_c, alpha_d, b.cov, noise)
+            gains = grid_information_gains(grid, lam, c, d, alpha_c, alpha_d, cov, q.noise)
             value = value + self.dcfg.beta * float(value.max()) * gains
         return tuple(int(v) for v in grid[int(np.argmax(value))]), True
 
