@@ -73,7 +73,7 @@ bench-learning: venv  ## ThroughputScheduler's learning curves (κ, θ, makespan
 bench-steady: venv  ## seed 002 ch.6 in steady state: diagnosis vs frozen beliefs on Table 4.3's workloads (after make bench)
 	@set -e; for m in $(MODES); do $(PY) bench/gupta_ch6_steady.py --seeds 1,2,3,4,5 --mode $$m; done
 
-bench-speed: venv  ## simulator events/s, Fair's round latency, a sweep with --jobs 1 and 2, every policy's call at 1,000 nodes; the whole SWIM day under all twelve policies (5 seeds) and on 1,000 nodes under FIFO, Fair and DARA (bench/simulator_day.py, about 40 minutes)
+bench-speed: venv  ## simulator events/s, Fair's round latency, a sweep with --jobs 1 and 2, every policy's call at 100, 1,000 and 5,000 nodes; the whole SWIM day under all twelve policies (5 seeds) and on 1,000 nodes under FIFO, Fair and DARA (bench/simulator_day.py, about 40 minutes)
 	$(PY) bench/simulator_speed.py
 	OPENBLAS_NUM_THREADS=1 $(PY) bench/simulator_day.py --profile 15
 

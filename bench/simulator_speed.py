@@ -13,6 +13,9 @@
    operator's loop does (target: < 50 ms).
 3. A sweep (the day under FIFO and Fair, seeds 1 and 2) one run at a time and two at once (``--jobs 2``): the
    wall-time ratio (target: <= 0.6x) and whether results.json's content is the same bytes.
+4. Every registered policy's scheduling call (one node's heartbeat) inside saturated simulations of 100, 1,000
+   and 5,000 nodes (``--nodes``), a job per five nodes (200 at 1,000): p50 and p95 (target at 1,000 nodes: p95
+   < 5 ms), and per policy how p95 grows with the nodes (linear: 10x and 5x the nodes, at most 10x and 5x).
 """
 
 from __future__ import annotations
@@ -190,11 +193,13 @@ class _Enough(Exception):
     """Raised by the timing wrapper once enough scheduling calls were timed."""
 
 
-def call_latency(policies: list[str], nodes: int = 1000, jobs: int = 200, calls: int = 300) -> None:
+def call_latency(
+    policies: list[str], nodes: int = 1000, jobs: int = 200, calls: int = 300
+) -> dict[str, float]:
     """Each policy's scheduling call (a node's heartbeat, hadoop mode) inside a simulation of ``nodes`` nodes
     (half medium, half large, 25 racks) and ``jobs`` wordcount jobs of 100 maps and 10 reduces all submitted at
     0 (saturated: more maps than slots): the first ``calls`` calls after the first 1,000 (every node's first
-    heartbeat, which fills the cluster) timed; p50 and p95 (target: p95 < 5 ms)."""
+    heartbeat, which fills the cluster) timed; p50 and p95 (target: p95 < 5 ms). Returns each policy's p95."""
     scenario = Scenario.model_validate(
         {
             "name": f"calls-{nodes}-nodes",
@@ -216,6 +221,7 @@ def call_latency(policies: list[str], nodes: int = 1000, jobs: int = 200, calls:
         }
     )
     stores = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
+    p95s: dict[str, float] = {}
     for name in policies:
         sim = build_simulation(scenario, name, 1, build_jobs(scenario, stores, 1), mode="hadoop")
         real = sim.policy.schedule_round
@@ -241,11 +247,27 @@ def call_latency(policies: list[str], nodes: int = 1000, jobs: int = 200, calls:
         wall = time.perf_counter() - started
         samples.sort()
         p50, p95 = samples[len(samples) // 2], samples[int(len(samples) * 0.95)]
+        p95s[name] = p95
         print(
             f"call, {name:16} {nodes} nodes x {jobs} jobs: p50 {p50 * 1e3:7.2f} ms, p95 {p95 * 1e3:7.2f} ms "
             f"({len(samples)} calls timed, {wall:.0f} s in all; target p95 < 5 ms)",
             flush=True,
         )
+    return p95s
+
+
+def call_scaling(policies: list[str], sizes: list[int]) -> None:
+    """:func:`call_latency` at each of ``sizes`` nodes (a job per five nodes: saturated at every size), then
+    each policy's p95 relative to the smallest size's beside the nodes' ratio: a call linear in nodes grows
+    at most as the nodes do (a ratio under the nodes' is sub-linear)."""
+    by_size = {nodes: call_latency(policies, nodes, max(20, nodes // 5)) for nodes in sizes}
+    base = sizes[0]
+    for name in policies:
+        growth = ", ".join(
+            f"{nodes} nodes {by_size[nodes][name] / by_size[base][name]:.1f}x (nodes {nodes / base:g}x)"
+            for nodes in sizes[1:]
+        )
+        print(f"call growth, {name:16} p95 against {base} nodes: {growth}", flush=True)
 
 
 def main() -> None:
@@ -263,6 +285,9 @@ def main() -> None:
         help="run one part only (default: every part)",
     )
     parser.add_argument("--policies", help="the calls part's policies (default: every registered one)")
+    parser.add_argument(
+        "--nodes", default="100,1000,5000", help="the calls part's cluster sizes (default: 100,1000,5000)"
+    )
     args = parser.parse_args()
     if args.only in (None, "events"):
         events_per_second(args.jobs, args.profile, args.repeat)
@@ -273,7 +298,7 @@ def main() -> None:
         sweep_speed()
     if args.only in (None, "calls"):
         names = args.policies.split(",") if args.policies else sorted(policy_names())
-        call_latency(names)
+        call_scaling(names, [int(n) for n in args.nodes.split(",")])
 
 
 if __name__ == "__main__":
