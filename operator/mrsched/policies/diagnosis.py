@@ -30,10 +30,13 @@ would yield about the state:
   containers asked for 17-26 and made Table 4.3's workloads 10-50 % slower in simulation).
 * Recomputed only when the state is seen to change (§6.1.1): the detector fires, or a node's mean moved by
   more than ``recomputeShift`` since its x* was computed; and when an application arrives or leaves (DARA).
+  [Ours, issue 24] A recomputed x* is evaluated when a heartbeat first reads it, from the inputs and the
+  Monte Carlo draws taken when it was due: the same x* and random stream, without the cost of those
+  overwritten unread (:meth:`Diagnosis._defer`).
 * ``exhaustiveLimit`` [ours, issue 24] is DARA's: past that many mixes the argmax (the prior's and the
   belief's) is DARA's local search, over the same objective (the EIG bonus then scaled by the expected
   throughput's local maximum, the grid's maximum being unknown). A class's nodes share the prior's search and their
-  grid within one recomputation.
+  grid's load terms within one recomputation.
 * "Without Pervasive Diagnosis" (§6.2.2) is ``freeze: true``: the belief stays at its prior and x* is DARA's
   with the class α's. β = 0 with PD still updates beliefs: the two are different baselines (digest §6.3).
 
