@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 
 from mrsched.core.model import Node, Task, TaskOutcome
-from mrsched.policies.dara_model import Observation, Profile
+from mrsched.policies.dara_model import Observation, Profile, load_ratios, node_loads, predict_times
 from mrsched.policies.diagnosis import (
     Diagnosis,
     DiagnosisConfig,
+    expected_throughputs,
+    grid_information_gains,
     information_gain,
     kalman_update,
     predict,
@@ -171,3 +173,26 @@ def test_a_deferred_x_star_is_the_one_computed_when_it_was_due() -> None:
     # sqrt(λ/(K s_c)) with K = 0.1: s_c = 8 gives 5 containers (±1 by Monte Carlo), not s_c = 1's 14
     assert seen[-1]["a"]["j"] == pytest.approx(5, abs=1) and seen[1]["a"]["j"] == pytest.approx(6, abs=1)
     assert lazy._rng.bit_generator.state == eager._rng.bit_generator.state
+
+
+def test_the_grid_forms_agree_with_the_one_mix_forms() -> None:
+    # Per row x of a grid: the expected throughput is the mean over the samples of Eq 4.9 with Eq 4.12's times
+    # at α scaled by the sample, and the information gain is information_gain with x's features, once each.
+    rng = np.random.default_rng(3)
+    lam, c, d = rng.uniform(5, 60, 3), rng.uniform(1, 30, 3), rng.uniform(0, 400, 3)
+    alpha_c, alpha_d, noise = 0.01, 0.002, rng.uniform(0.5, 4, 3)
+    grid = rng.integers(0, 6, (20, 3)).astype(np.float64)
+    samples = rng.uniform(0.5, 2.0, (8, 2))
+    cov = np.array([[0.05, 0.01], [0.01, 0.03]])
+    expected = expected_throughputs(grid, lam, c, d, alpha_c, alpha_d, samples)
+    gains = grid_information_gains(grid, lam, c, d, alpha_c, alpha_d, cov, noise)
+    rc, rd = load_ratios(c, d)
+    for row, value, gain in zip(grid, expected, gains, strict=True):
+        per_sample = []
+        for s_c, s_d in samples:
+            t = predict_times(lam, c, d, s_c * alpha_c, s_d * alpha_d, row)
+            per_sample.append(float(np.sum(np.where(row > 0, lam * row / t, 0.0))))
+        assert value == pytest.approx(np.mean(per_sample), rel=1e-12)
+        lc, ld = node_loads(row, rc, rd)
+        features = np.column_stack([c * alpha_c * lc**2, d * alpha_d * ld**2])
+        assert gain == pytest.approx(information_gain(cov, features, noise, row), rel=1e-9, abs=1e-12)

@@ -97,10 +97,7 @@ def grid_information_gains(
     noise: Vector,
 ) -> Vector:
     """EIG(x) for every row x of ``grid``: one completion of each container, with features at x's loads."""
-    rc, rd = load_ratios(c, d)
-    lc, ld = grid @ rc, grid @ rd
-    a_c = c[None, :] * alpha_c * (lc**2)[:, None]  # (G, n)
-    a_d = d[None, :] * alpha_d * (ld**2)[:, None]
+    a_c, a_d, _ = throughput_terms(grid, lam, c, d, alpha_c, alpha_d)  # the features, (G, n) each
     w = grid / noise[None, :]
     info = np.stack(
         [
