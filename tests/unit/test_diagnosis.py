@@ -185,7 +185,7 @@ def test_the_grid_forms_agree_with_the_one_mix_forms() -> None:
     samples = rng.uniform(0.5, 2.0, (8, 2))
     cov = np.array([[0.05, 0.01], [0.01, 0.03]])
     expected = expected_throughputs(grid, lam, c, d, alpha_c, alpha_d, samples)
-    gains = grid_information_gains(grid, lam, c, d, alpha_c, alpha_d, cov, noise)
+    gains = grid_information_gains(grid, c, d, alpha_c, alpha_d, cov, noise)
     rc, rd = load_ratios(c, d)
     for row, value, gain in zip(grid, expected, gains, strict=True):
         per_sample = []

@@ -6,6 +6,7 @@ measured against the enumeration by bench/dara_search_gap.py."""
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections import OrderedDict
@@ -24,9 +25,6 @@ _GRIDS: OrderedDict[tuple[object, ...], Vector] = OrderedDict()
 _GRID_BUDGET_BYTES = 64 * 2**20
 _grid_bytes = 0
 _grid_lock = threading.Lock()  # kopf runs sync handlers in threads
-#: :func:`too_many_to_enumerate`'s answers by their exact inputs, as :data:`_GRIDS` (the same bounds recur)
-_TOO_MANY: OrderedDict[tuple[object, ...], bool] = OrderedDict()
-_TOO_MANY_ENTRIES = 4096
 
 
 def feasible_vectors(
@@ -126,18 +124,29 @@ def too_many_to_enumerate(
     only where the bounds alone allow more."""
     if limit is None or math.prod(b + 1 for b in bounds) <= limit:
         return False
-    key = (tuple(bounds), mem.tobytes(), memory_mb, None if cpu is None else cpu.tobytes(), cores, limit)
-    with _grid_lock:
-        found = _TOO_MANY.get(key)
-        if found is not None:
-            _TOO_MANY.move_to_end(key)
-            return found
-    found = count_feasible(bounds, mem, memory_mb, cpu, cores, limit) > limit
-    with _grid_lock:
-        _TOO_MANY[key] = found
-        if len(_TOO_MANY) > _TOO_MANY_ENTRIES:
-            _TOO_MANY.popitem(last=False)
-    return found
+    cpu_bytes = None if cpu is None else np.asarray(cpu, dtype=np.float64).tobytes()
+    return _counted_past(
+        tuple(bounds), np.asarray(mem, dtype=np.float64).tobytes(), memory_mb, cpu_bytes, cores, limit
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _counted_past(
+    bounds: tuple[int, ...], mem: bytes, memory_mb: float, cpu: bytes | None, cores: float, limit: int
+) -> bool:
+    """:func:`too_many_to_enumerate`'s count, kept by its exact inputs (the arrays as float64 bytes), as the grids
+    are: the same bounds recur from one recomputation to the next."""
+    return (
+        count_feasible(
+            list(bounds),
+            np.frombuffer(mem),
+            memory_mb,
+            None if cpu is None else np.frombuffer(cpu),
+            cores,
+            limit,
+        )
+        > limit
+    )
 
 
 def throughputs(grid: Vector, lam: Vector, c: Vector, d: Vector, alpha_c: float, alpha_d: float) -> Vector:

@@ -124,8 +124,8 @@ class Diagnosis(Dara):
         self._rng = np.random.default_rng(self.seed)
         self._changed: set[str] = set()  # nodes whose belief changed since their x* was computed
         self._computed: dict[str, tuple[Any, Deferred]] = {}  # node -> (inputs, its x*)
-        #: nodes whose x* is deferred (_defer) until read: (x*, the applications, those of them in the search)
-        self._pending: dict[str, tuple[Deferred, list[str], list[str]]] = {}
+        #: nodes whose x* is deferred (_defer) until read: (x*, the recomputation it belongs to)
+        self._pending: dict[str, tuple[Deferred, Mixes]] = {}
 
     def belief(self, node: str) -> NodeBelief:
         found = self.beliefs.get(node)
@@ -203,9 +203,9 @@ class Diagnosis(Dara):
         """x* of ``node``, evaluated now if it was deferred (:meth:`_defer`)."""
         pending = self._pending.pop(node, None)
         if pending is not None:
-            deferred, apps, known = pending
+            deferred, mixes = pending
             x, exhaustive = deferred.value()
-            self._optimal[node] = {a: 0 for a in apps} | dict(zip(known, x, strict=True))
+            self._optimal[node] = {a: 0 for a in mixes.apps} | dict(zip(mixes.known, x, strict=True))
             if exhaustive:
                 self.searched_locally.discard(node)
             else:
@@ -252,7 +252,7 @@ class Diagnosis(Dara):
             b.computed_at = b.mean.copy()
             self._computed[name] = (key, deferred)
         self._optimal[name] = {}  # evaluated when read (_x_star)
-        self._pending[name] = (deferred, mixes.apps, mixes.known)
+        self._pending[name] = (deferred, mixes)
 
     def _defer(
         self, q: Mixes, alpha_c: float, alpha_d: float, memory_mb: float, cores: float, b: NodeBelief
@@ -341,7 +341,7 @@ class Diagnosis(Dara):
             scale = float(expected(best)[0])
 
             def belief_value(rows: Vector) -> Vector:
-                gains = grid_information_gains(rows, lam, c, d, alpha_c, alpha_d, cov, q.noise)
+                gains = grid_information_gains(rows, c, d, alpha_c, alpha_d, cov, q.noise)
                 return expected(rows) + self.dcfg.beta * scale * gains
 
             return local_search(bounds, mem, memory_mb, belief_value, cpu, cores), False
@@ -352,7 +352,7 @@ class Diagnosis(Dara):
             terms = q.terms[terms_key] = throughput_terms(grid, lam, c, d, alpha_c, alpha_d)
         value = expected_throughputs(grid, lam, c, d, alpha_c, alpha_d, draws, terms)
         if self.dcfg.beta > 0:
-            gains = grid_information_gains(grid, lam, c, d, alpha_c, alpha_d, cov, q.noise)
+            gains = grid_information_gains(grid, c, d, alpha_c, alpha_d, cov, q.noise)
             value = value + self.dcfg.beta * float(value.max()) * gains
         return tuple(int(v) for v in grid[int(np.argmax(value))]), True
 

@@ -54,17 +54,25 @@ def information_gain(
     return 0.5 * float(logdet) if sign > 0 else 0.0
 
 
+def load_features(
+    grid: Vector, c: Vector, d: Vector, alpha_c: float, alpha_d: float
+) -> tuple[Vector, Vector]:
+    """Per row x of ``grid`` and application j, Eq 4.12's load terms per unit of s_c and of s_d:
+    c_j α_c L_c(x)² and d_j α_d L_d(x)², (G, n) each (the observation's features at x's loads)."""
+    rc, rd = load_ratios(c, d)
+    lc, ld = grid @ rc, grid @ rd  # (G,)
+    cpu = c[None, :] * alpha_c * (lc**2)[:, None]
+    disk = d[None, :] * alpha_d * (ld**2)[:, None]
+    return cpu, disk
+
+
 def throughput_terms(
     grid: Vector, lam: Vector, c: Vector, d: Vector, alpha_c: float, alpha_d: float
 ) -> tuple[Vector, Vector, Vector]:
-    """What :func:`expected_throughputs` computes of ``grid`` before the samples: per row x and application j,
-    Eq 4.12's load terms per unit of s_c and of s_d (c_j α_c L_c², d_j α_d L_d²) and the work λ_j x_j."""
-    rc, rd = load_ratios(c, d)
-    lc, ld = grid @ rc, grid @ rd  # (G,)
-    cpu = c[None, :] * alpha_c * (lc**2)[:, None]  # (G, n): load term per unit of s_c
-    disk = d[None, :] * alpha_d * (ld**2)[:, None]
-    work = np.where(grid > 0, lam[None, :] * grid, 0.0)  # (G, n)
-    return cpu, disk, work
+    """What :func:`expected_throughputs` computes of ``grid`` before the samples: :func:`load_features` and the
+    work λ_j x_j, (G, n) each."""
+    cpu, disk = load_features(grid, c, d, alpha_c, alpha_d)
+    return cpu, disk, np.where(grid > 0, lam[None, :] * grid, 0.0)
 
 
 def expected_throughputs(
@@ -87,17 +95,10 @@ def expected_throughputs(
 
 
 def grid_information_gains(
-    grid: Vector,
-    lam: Vector,
-    c: Vector,
-    d: Vector,
-    alpha_c: float,
-    alpha_d: float,
-    cov: Matrix,
-    noise: Vector,
+    grid: Vector, c: Vector, d: Vector, alpha_c: float, alpha_d: float, cov: Matrix, noise: Vector
 ) -> Vector:
     """EIG(x) for every row x of ``grid``: one completion of each container, with features at x's loads."""
-    a_c, a_d, _ = throughput_terms(grid, lam, c, d, alpha_c, alpha_d)  # the features, (G, n) each
+    a_c, a_d = load_features(grid, c, d, alpha_c, alpha_d)
     w = grid / noise[None, :]
     info = np.stack(
         [
