@@ -290,6 +290,23 @@ def test_add_and_remove_application_recompute_every_node() -> None:
     assert policy.optimal == {"n0": {"B": 5}, "n1": {"B": 5}}
 
 
+def test_a_node_that_joins_or_changes_gets_its_own_x_star() -> None:
+    """x* is kept per node between recomputations: a node added to the snapshot gets one at the next heartbeat,
+    and a node replaced with more memory gets its own at the next recomputation (not its old one's)."""
+    policy = fitted_dara(assignMultiple=True)
+    snapshot = ClusterSnapshot(0.0, {"n0": make_node("n0")}, {"n0": []}, [make_job("A", 40), make_job("B", 40)])
+    assert len(run_rounds(policy, snapshot)) == 16  # x* = (11, 5) on 4000 MB
+    snapshot.replace_node("n1", make_node("n1"))  # joins
+    snapshot.running["n1"] = []
+    snapshot.touch()
+    assert len(run_rounds(policy, snapshot, "n1")) == 16 and policy.optimal["n1"] == {"A": 11, "B": 5}
+    snapshot.replace_node("n0", make_node("n0", memory=12288.0))
+    policy.remove_application("B", snapshot.nodes)
+    assert policy.optimal == {"n0": {"A": 12}, "n1": {"A": 12}}  # 12288 MB holds more than A's 12 (bound)
+    policy.add_application("B", snapshot.nodes)
+    assert policy.optimal == {"n0": {"A": 12, "B": 5}, "n1": {"A": 11, "B": 5}}  # as on 12288 MB and 4000 MB
+
+
 def test_unmeasured_application_gets_no_containers() -> None:
     policy = fitted_dara()
     nodes = {"n0": make_node()}

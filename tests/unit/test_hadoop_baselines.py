@@ -45,6 +45,32 @@ def maps_of(placements: list[Placement]) -> list[str]:
 # --- Fair -----------------------------------------------------------------------------------------------------
 
 
+def test_fair_is_idle_only_while_no_job_waits_on_a_skipped_heartbeat() -> None:
+    """Fair.idle lets the simulator skip a heartbeat with nothing to start, unless a job was skipped on the last
+    one: that job's locality wait must grow by the time to the next heartbeat (updateLocalityWaitTimes,
+    java:579-589), and from then on by nothing. Two Fairs see the same heartbeats; one skips those it calls
+    idle: their waits must end the same."""
+    fairs, snaps = [], []
+    for _ in range(2):
+        fair = make_policy("fair", {"assignMultiple": False})
+        assert isinstance(fair, Fair)
+        j = job("j", maps=1, reduces=0, replicas=("n0",))
+        snap = snapshot(nodes(3, racks=1), [j], heartbeat_s=10.0)  # 15 s locality delays
+        assert fair.assign(snap, "n1") == []  # j is not node-local on n1: skipped
+        run(snap, j, "n0")  # j's map starts elsewhere (as a composing policy such as DARA would start it)
+        fairs.append(fair)
+        snaps.append(snap)
+    (asked, skipping), (snap_a, snap_s) = fairs, snaps
+    assert snap_s.nothing_pending() and not skipping.idle(snap_s)  # j still waits on the skipped heartbeat
+    for now, node in ((1.0, "n2"), (2.0, "n1"), (6.0, "n2")):
+        snap_a.now = snap_s.now = now
+        assert asked.assign(snap_a, node) == []
+        if not skipping.idle(snap_s):
+            assert skipping.assign(snap_s, node) == []
+        assert skipping.idle(snap_s)  # after one heartbeat no job waits on one
+    assert asked._waits["j"].waited == skipping._waits["j"].waited == 1.0
+
+
 def test_fair_fills_the_free_slots_in_one_heartbeat_by_default() -> None:
     # mapred.fairscheduler.assignmultiple defaults to true in Hadoop 1.x (FairScheduler.java:190-191), and then
     # maxTasksToAssign is the node's free slots (java:564-574).

@@ -440,7 +440,15 @@ def test_a_scenario_node_class_may_not_shadow_the_catalogs(tmp_path: Path) -> No
 
 # --- rounds a policy declares idle are skipped with the same results (issue 24) ---------------------------
 
-IDLE_POLICIES = sorted(n for n in policy_names() if type(make_policy(n)).idle_when_nothing_pending)
+IDLE_POLICIES = sorted(
+    n
+    for n in policy_names()
+    if type(make_policy(n)).idle_when_nothing_pending or type(make_policy(n)).idle is not Policy.idle
+)
+
+
+def test_the_idle_policies_include_fifo_and_fair() -> None:
+    assert {"fifo", "fair"} <= set(IDLE_POLICIES)
 
 
 @pytest.mark.parametrize("mode", ["hadoop", "kubernetes"])
@@ -470,4 +478,48 @@ def test_a_policy_idle_when_nothing_is_pending_runs_the_same_whether_or_not_thos
         outputs.append(summarise(sim.run()))
         skipped.append(answers[True])
     assert skipped[0] > 0, "some rounds found nothing to start"
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("policy", ["dara", "diagnosis"])
+def test_daras_heartbeat_with_nothing_to_start_returns_early_with_the_same_results(
+    tmp_path: Path, policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dara.assign returns at once when no task is pending and its composed Fair has no skipped job
+    (Fair.heartbeat_unobserved). The same run with the snapshot never saying "nothing pending" (every step
+    taken on every heartbeat) must give the same results to the last digit, and the early return must have
+    happened, some heartbeats with nothing pending not taking it: with one class's α's given (offline), its
+    nodes are DARA's from the start and the other class's the composed Fair's, which skips a job that DARA then
+    starts elsewhere."""
+    offline = {"alphas": {"gupta-new": [0.05, 0.002]}}
+    nodes = [  # the Fair's nodes hold no data: a job with input waits there for locality (delay scheduling)
+        {"class": "gupta-old", "count": 2, "rack": "r1", "storesData": False},
+        {"class": "gupta-new", "count": 3, "rack": "r2"},
+    ]
+    sc = scenario(
+        tmp_path,
+        cluster={**BASE["cluster"], "nodes": nodes},
+        policyOptions={"dara": offline, "diagnosis": offline},
+    )
+    stores = [n.name for n in expand_layout(sc.cluster.nodes) if n.stores_data]
+    outputs, answers = [], Counter[bool]()
+    for early in (True, False):
+        sim = build_simulation(sc, policy, 1, build_jobs(sc, stores, 1), mode="hadoop")
+        if early:
+            fair = sim.policy.fair  # type: ignore[attr-defined]
+            real = fair.heartbeat_unobserved
+
+            def unobserved(real: Any = real) -> bool:
+                verdict = bool(real())
+                answers[verdict] += 1
+                return verdict
+
+            fair.heartbeat_unobserved = unobserved
+            outputs.append(summarise(sim.run()))
+        else:
+            with monkeypatch.context() as patch:
+                patch.setattr(ClusterSnapshot, "nothing_pending", lambda self: False)
+                outputs.append(summarise(sim.run()))
+    assert answers[True] > 0, "some heartbeats found nothing to start"
+    assert answers[False] > 0, "some found nothing to start while a job waited on a skipped heartbeat"
     assert outputs[0] == outputs[1]

@@ -89,8 +89,13 @@ def expected_throughputs(
     ``samples`` of Σ_j λ_j x_j / t_j(x; s_c α_c, s_d α_d). ``terms``: :func:`throughput_terms` of the same
     grid and parameters, when a caller shares them between beliefs."""
     cpu, disk, work = terms if terms is not None else throughput_terms(grid, lam, c, d, alpha_c, alpha_d)
-    t = lam[None, None, :] + samples[:, 0, None, None] * cpu[None] + samples[:, 1, None, None] * disk[None]
-    per_sample = np.sum(work[None] / np.where(t > 0, t, 1.0), axis=2)  # (K, G)
+    # t = λ + s_c·cpu + s_d·disk, (K, G, n), built in one buffer (the largest array of a diagnosis run): the
+    # same sums in the same order as the expression, IEEE addition being commutative.
+    t = samples[:, 0, None, None] * cpu[None]
+    t += lam[None, None, :]
+    t += samples[:, 1, None, None] * disk[None]
+    t[~(t > 0)] = 1.0  # as np.where(t > 0, t, 1.0): NaN too
+    per_sample = np.divide(work[None], t, out=t).sum(axis=2)  # (K, G)
     return np.asarray(per_sample.mean(axis=0), dtype=np.float64)
 
 

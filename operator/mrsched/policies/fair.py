@@ -210,6 +210,18 @@ class Fair(SlotPolicy):
         self._heartbeat: tuple[float, str] | None = None
         self._launched: set[str] = set()
 
+    def idle(self, snapshot: ClusterSnapshot) -> bool:
+        """With no task to start and no job skipped on a heartbeat (:meth:`heartbeat_unobserved`), a heartbeat
+        places nothing and changes nothing a later one reads: the simulator may skip it (issue 24)."""
+        return snapshot.nothing_pending() and self.heartbeat_unobserved()
+
+    def heartbeat_unobserved(self) -> bool:
+        """No job waits on a skipped heartbeat (the jobs :meth:`_begin_heartbeat` adds the time to): a heartbeat
+        that starts nothing then changes nothing a later one reads. It only moves the time of the last
+        heartbeat, and the next heartbeat's ``since`` from it goes to the jobs skipped meanwhile: none, since
+        only a heartbeat skips a job, and that heartbeat moves the time first."""
+        return not self._skipped
+
     def pools(self, snapshot: ClusterSnapshot, kind: TaskType) -> list[_Pool]:
         grouped: dict[str, list[Job]] = defaultdict(list)
         for job in snapshot.jobs:
@@ -292,7 +304,9 @@ class Fair(SlotPolicy):
         """Hadoop 1's FairScheduler.assignTasks (FairScheduler.java:400-557) for one heartbeat of ``node``."""
         self._begin_heartbeat(snapshot.now, node)
         # The tracker's running tasks as its heartbeat reports them (tts.countMapTasks/countReduceTasks).
-        counts = {kind: snapshot.running_on(node, kind) for kind in _KINDS}
+        attempts = snapshot.running.get(node, ())
+        maps = sum(1 for a in attempts if a.task.kind == "map")  # running_on of both kinds in one pass
+        counts = {"map": maps, "reduce": len(attempts) - maps}
         if all(counts[kind] >= snapshot.capacity(node, kind) for kind in _KINDS):
             return []  # full: the load manager's cap is at most the tracker's slots, so both kinds are rejected
         # Σ over jobs of running tasks, and of pool demand: running + pending (runnableMaps/Reduces); this
