@@ -4,12 +4,12 @@
     python bench/simulator_day.py [--only day|day-1000] [--jobs N] [--seeds 1,2,3,4,5] [--policies a,b]
                                   [--profile N] [--out DIR]
 
-1. ``day``: bench/scenarios/swim-whole-day-100-nodes.yaml, swim-day-100-nodes over the whole day (5,894 jobs),
+1. ``day``: bench/scenarios/swim-day-100-nodes.yaml, the whole SWIM FB-2009 day on 100 nodes (5,894 jobs),
    under the policies it names (``--policies``) on the seeds it lists (``--seeds``), hadoop mode, ``--jobs`` runs
    at once (default: every core, each run a process of its own). Prints each run's wall time (build, the
    seed's lower bound timed apart, replay), events/s and peak memory, and the slowest run against the target
    (under 60 s a run on this 2-core machine); writes results.json (per-job records in jobs.json.gz), report.md
-   and plots to ``--out`` (default bench/results/hadoop/swim-whole-day-100-nodes, as ``make bench`` would).
+   and plots to ``--out`` (default bench/results/hadoop/swim-day-100-nodes, as ``make bench`` would).
 2. ``day-1000``: the same day on 1,000 nodes, each of the scenario's node groups ten times over (the same three
    classes in the same proportions, 50 racks of 20) and SWIM's byte scaling for that size (sizeScale 0.6 =
    600 / 1,000 machines), under FIFO, Fair and DARA (``--large-policies``), seed 1: each run's wall time and
@@ -39,7 +39,7 @@ from mrsched.simulator.scenario import Scenario, load_scenario
 from mrsched.simulator.workload import build_jobs
 
 REPO = Path(__file__).resolve().parents[1]
-DAY = REPO / "bench" / "scenarios" / "swim-whole-day-100-nodes.yaml"
+DAY = REPO / "bench" / "scenarios" / "swim-day-100-nodes.yaml"
 #: Targets of issue 24.
 DAY_TARGET_S = 60.0
 DAY_1000_TARGET_S = 300.0
@@ -152,7 +152,7 @@ def main() -> None:
     parser.add_argument(
         "--out",
         type=Path,
-        default=REPO / "bench" / "results" / "hadoop" / "swim-whole-day-100-nodes",
+        default=REPO / "bench" / "results" / "hadoop" / "swim-day-100-nodes",
         help="where the day's results go",
     )
     args = parser.parse_args()

@@ -294,7 +294,9 @@ def test_a_node_that_joins_or_changes_gets_its_own_x_star() -> None:
     """x* is kept per node between recomputations: a node added to the snapshot gets one at the next heartbeat,
     and a node replaced with more memory gets its own at the next recomputation (not its old one's)."""
     policy = fitted_dara(assignMultiple=True)
-    snapshot = ClusterSnapshot(0.0, {"n0": make_node("n0")}, {"n0": []}, [make_job("A", 40), make_job("B", 40)])
+    snapshot = ClusterSnapshot(
+        0.0, {"n0": make_node("n0")}, {"n0": []}, [make_job("A", 40), make_job("B", 40)]
+    )
     assert len(run_rounds(policy, snapshot)) == 16  # x* = (11, 5) on 4000 MB
     snapshot.replace_node("n1", make_node("n1"))  # joins
     snapshot.running["n1"] = []
