@@ -486,7 +486,7 @@ def test_daras_heartbeat_with_nothing_to_start_returns_early_with_the_same_resul
     tmp_path: Path, policy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Dara.assign returns at once when no task is pending and its composed Fair has no skipped job
-    (Fair.heartbeat_unobserved). The same run with the snapshot never saying "nothing pending" (every step
+    (its Fair.idle). The same run with the snapshot never saying "nothing pending" (every step
     taken on every heartbeat) must give the same results to the last digit, and the early return must have
     happened, some heartbeats with nothing pending not taking it: with one class's α's given (offline), its
     nodes are DARA's from the start and the other class's the composed Fair's, which skips a job that DARA then

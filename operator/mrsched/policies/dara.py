@@ -605,7 +605,7 @@ class Dara(SlotPolicy):
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         self._sync(snapshot)
         clock = self._clock(snapshot, node)
-        if snapshot.nothing_pending() and self.fair.heartbeat_unobserved():
+        if self.fair.idle(snapshot):
             # Nothing to start: the steps below would place nothing, and their only effect, the composed Fair's
             # heartbeat time (Fair.heartbeat_unobserved), is not read: 69 % of the heartbeats of the SWIM
             # day (seed 1, issue 24). The refit and x* above, and the clocks' ∫ dt steps, stay per heartbeat.
