@@ -720,3 +720,32 @@ def test_the_mix_keeps_to_the_cores_by_each_jobs_own_cpu_request() -> None:
     snapshot = ClusterSnapshot(0.0, {"n0": by_requests_node(4)}, {"n0": []}, [job])
     assert run_rounds(policy, snapshot) == ["A", "A"]
     assert policy.optimal["n0"] == {"A": 2}
+
+
+@pytest.mark.parametrize(
+    ("nodes", "job", "due"),
+    [(1, "A", 3), (2, "A", 3), (4, "A", 6), (5, "A", 8), (2, "C", 1), (4, "C", 2), (5, "C", 3)],
+)
+def test_a_cluster_past_refit_nodes_refits_after_proportionally_more_observations(
+    nodes: int, job: str, due: int
+) -> None:
+    """Observations arrive in proportion to the nodes, so the refit keeps one rate per simulated second: every
+    ``refitEvery`` observations (every one while a job has no λ: C here) up to ``refitNodes`` nodes, that
+    times nodes / refitNodes past it."""
+    policy = fitted_dara(refitEvery=3, refitNodes=2)
+    policy.profiles["C"] = Profile(1.0, 1.0, 230.0)  # measured, its λ not yet fitted
+    refits: list[int] = []
+
+    def counted_refit() -> None:
+        refits.append(policy._since_fit)
+        policy._since_fit = 0
+
+    policy.refit = counted_refit  # type: ignore[method-assign]
+    names = [f"n{i}" for i in range(nodes)]
+    snapshot = ClusterSnapshot(
+        0.0, {n: make_node(n) for n in names}, {n: [] for n in names}, [make_job(job, 1000)]
+    )
+    for _ in range(4 * due):
+        policy._since_fit += 1  # one observation (on_task_finished's count)
+        policy._sync(snapshot)
+    assert refits == [due] * 4

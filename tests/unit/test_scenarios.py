@@ -230,3 +230,25 @@ def test_swim_day_replays_fb_2009_on_100_nodes_under_every_policy() -> None:
         (j.id, len(j.maps), j.submit_s) for j in jobs[:629]
     ]
     assert "exhaustiveLimit" not in str(cut.policy_options) and cut.options_for("capacity")
+
+
+def test_the_1000_node_day_is_the_day_on_ten_times_the_cluster_as_hadoop_1_would_run_it() -> None:
+    """bench/simulator_day.py's day-1000: each node group ten times over, SWIM's byte scaling for 1,000 machines
+    and the heartbeat Hadoop 1's JobTracker gives 1,000 TaskTrackers (getNextHeartbeatInterval: 1,000 / 100
+    heartbeats a second = 10 s, over the 3 s minimum that 100 TaskTrackers get)."""
+    scenario = _load("swim-day-100-nodes")
+    sys.path.insert(0, str(SCENARIOS.parent))
+    try:
+        from simulator_day import scaled_day
+    finally:
+        sys.path.remove(str(SCENARIOS.parent))
+    large = scaled_day(scenario)
+    nodes = expand_layout(list(large.cluster.nodes))
+    assert large.name == "swim-day-1000-nodes" and len(nodes) == 1000 and len({n.name for n in nodes}) == 1000
+    assert len({node.rack for node in nodes}) == 50
+    classes = [node.node_class.name for node in nodes]
+    small = [node.node_class.name for node in expand_layout(list(scenario.cluster.nodes))]
+    assert {c: classes.count(c) for c in set(classes)} == {c: 10 * small.count(c) for c in set(small)}
+    assert large.workload.trace is not None and large.workload.trace.size_scale == pytest.approx(0.6)
+    assert (scenario.cluster.heartbeat_s, large.cluster.heartbeat_s) == (3, 10)
+    assert "getNextHeartbeatInterval" in large.sources["cluster.heartbeatS"]
