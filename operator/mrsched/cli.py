@@ -8,7 +8,9 @@ mrsched cluster clear-faults NODE [--name N]
 mrsched run [--policy P] [--kubeconfig F] ...   (the operator)
 mrsched demo [--policy P]           (a small job end to end on a throw-away local cluster)
 mrsched simulate SCENARIO [--policies P,Q] [--seed S,T] [--mode M] [--concurrency C] [--out DIR]
-                 [--load-state F] [--save-state F]
+                 [--load-state F] [--save-state F] [--jobs N]
+                 [--on-cluster NAMESPACE --claim-dir DIR [--claim C] [--image I] [--command C]]
+mrsched simulate-run PLAN [--index I]   (one run of a sweep's plan: each pod of an --on-cluster Job)
 mrsched emulator run ...            (the node-emulator process; the cluster commands start it)
 """
 
@@ -18,11 +20,13 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from mrsched.clustersweep import SweepError
 from mrsched.core.catalog import CatalogError, load_cluster_layout
 from mrsched.core.policy import PolicyConfigError
 from mrsched.emulator.client import EmulatorClient, EmulatorError
@@ -167,6 +171,22 @@ def _simulate(args: argparse.Namespace) -> int:
     seeds = [int(s) for s in args.seed.split(",")] if args.seed else None
     loaded = json.loads(args.load_state.read_text()) if args.load_state else None
     saved: dict[str, Any] | None = {} if args.save_state else None
+    executor = None
+    if args.on_cluster:
+        from mrsched.clustersweep import DEFAULT_IMAGE, run_on_cluster
+
+        if args.claim_dir is None:
+            raise ScenarioError("--on-cluster needs --claim-dir: where this machine sees the claim's files")
+        executor = run_on_cluster(
+            args.on_cluster,
+            args.claim,
+            args.claim_dir,
+            parallelism=args.jobs,
+            image=args.image or DEFAULT_IMAGE,
+            command=shlex.split(args.command) if args.command else None,
+            kubeconfig=args.kubeconfig,
+            node_selector=_labels(args.node_selector),
+        )
     summary, first = run_scenario(
         scenario,
         policies,
@@ -176,6 +196,7 @@ def _simulate(args: argparse.Namespace) -> int:
         saved_state=saved,
         mode=args.mode,
         workers=args.jobs,
+        executor=executor,
     )
     out = args.out or Path("results") / summary["mode"] / scenario.name
     write_report(summary, first, out)
@@ -184,6 +205,28 @@ def _simulate(args: argparse.Namespace) -> int:
         args.save_state.parent.mkdir(parents=True, exist_ok=True)
         args.save_state.write_text(json.dumps(saved, indent=1) + "\n")
         print(f"wrote the learned state of {', '.join(saved)} to {args.save_state}")
+    return 0
+
+
+def _labels(spec: str | None) -> dict[str, str] | None:
+    """``k=v,k2=v2`` as a dict (None for none)."""
+    if not spec:
+        return None
+    pairs = [part.split("=", 1) for part in spec.split(",")]
+    if any(len(pair) != 2 or not pair[0] for pair in pairs):
+        raise ScenarioError(f"--node-selector takes key=value[,key=value], not {spec!r}")
+    return {key: value for key, value in pairs}
+
+
+def _simulate_run(args: argparse.Namespace) -> int:
+    from mrsched.simulator.sweepfiles import run_index
+
+    index = args.index if args.index is not None else os.environ.get("JOB_COMPLETION_INDEX")
+    if index is None:
+        raise ScenarioError(
+            "simulate-run needs --index or $JOB_COMPLETION_INDEX (an Indexed Job's pod has it)"
+        )
+    print(f"wrote {run_index(args.plan, int(index))}", flush=True)
     return 0
 
 
@@ -415,7 +458,35 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="write each policy's learned state (policy.state(), after its last seed) as JSON {policy: state}",
     )
+    simulate.add_argument(
+        "--on-cluster",
+        metavar="NAMESPACE",
+        help="run the sweep as one Kubernetes Indexed Job in NAMESPACE (the kubeconfig's cluster), an index per "
+        "run and --jobs pods at once; results are the same as here",
+    )
+    simulate.add_argument(
+        "--claim",
+        default="mrsched-data",
+        help="with --on-cluster: the claim the pods share for the plan and the outputs (ReadWriteMany; default "
+        "mrsched-data, the local cluster's)",
+    )
+    simulate.add_argument(
+        "--claim-dir", type=Path, help="with --on-cluster: where this machine sees the claim"
+    )
+    simulate.add_argument("--image", help="with --on-cluster: the pods' image (default: the operator's)")
+    simulate.add_argument("--command", help="with --on-cluster: the pods' command (default: mrsched)")
+    simulate.add_argument("--kubeconfig", type=Path, help="with --on-cluster (default: $KUBECONFIG)")
+    simulate.add_argument(
+        "--node-selector", metavar="K=V[,K=V]", help="with --on-cluster: the nodes the pods may run on"
+    )
     simulate.set_defaults(func=_simulate)
+
+    simulate_run = commands.add_parser(
+        "simulate-run", help="one run of a sweep's plan (what each index of an --on-cluster Job runs)"
+    )
+    simulate_run.add_argument("plan", type=Path, help="the sweep's plan.pkl")
+    simulate_run.add_argument("--index", type=int, help="the run (default: $JOB_COMPLETION_INDEX)")
+    simulate_run.set_defaults(func=_simulate_run)
 
     demo = commands.add_parser(
         "demo", help="a small job end to end on a throw-away local cluster (process mode), then tear down"
@@ -458,6 +529,7 @@ def main(argv: list[str] | None = None) -> None:
         ScenarioError,
         PolicyConfigError,
         TraceError,
+        SweepError,
     ) as err:
         print(f"mrsched: {err}", file=sys.stderr)
         code = 2

@@ -26,6 +26,7 @@ deleted.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, cast
@@ -75,9 +76,19 @@ def container_env(pod: Mapping[str, Any]) -> dict[str, str]:
     for var in containers[0].get("env") or []:
         if "value" in var:
             env[var["name"]] = str(var["value"])
-        elif (ref := (var.get("valueFrom") or {}).get("fieldRef")) and ref.get("fieldPath") in field_values:
-            env[var["name"]] = field_values[ref["fieldPath"]]
+        elif ref := (var.get("valueFrom") or {}).get("fieldRef"):
+            path = ref.get("fieldPath", "")
+            if path in field_values:
+                env[var["name"]] = field_values[path]
+            elif found := _LABEL_OR_ANNOTATION.fullmatch(path):
+                # e.g. an Indexed Job's JOB_COMPLETION_INDEX, which the Job controller sets from the pod's
+                # batch.kubernetes.io/job-completion-index annotation; a missing key is "", as a kubelet gives
+                env[var["name"]] = str((meta.get(found["field"]) or {}).get(found["key"], ""))
     return env
+
+
+#: The downward API's metadata.labels['key'] and metadata.annotations['key'] (quoted either way).
+_LABEL_OR_ANNOTATION = re.compile(r"metadata\.(?P<field>labels|annotations)\[['\"](?P<key>[^'\"]+)['\"]\]")
 
 
 def demand_from_env(

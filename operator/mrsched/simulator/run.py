@@ -207,7 +207,7 @@ def _physics_label(scenario: Scenario) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class _Run:
+class PlannedRun:
     """One policy entry on one seed: what a worker process needs to run it (all picklable)."""
 
     scenario: Scenario
@@ -220,7 +220,7 @@ class _Run:
 
 
 @dataclass(frozen=True)
-class _RunOutput:
+class RunOutput:
     result: SimulationResult
     bound: dict[str, float] | None
     state: dict[str, Any] | None
@@ -229,7 +229,7 @@ class _RunOutput:
     peak_rss_mib: float = 0.0  # the largest resident set of the process that ran it, so far
 
 
-def _run_one(run: _Run) -> _RunOutput:
+def run_one(run: PlannedRun) -> RunOutput:
     started = time.monotonic()
     scenario, name, seed = run.scenario, run.name, run.seed
     nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]  # input replicas go here
@@ -252,15 +252,27 @@ def _run_one(run: _Run) -> _RunOutput:
         if run.with_state:
             state = sim.policy.state()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-    return _RunOutput(result, bound, state, time.monotonic() - started, bound_seconds, peak)
+    return RunOutput(result, bound, state, time.monotonic() - started, bound_seconds, peak)
 
 
-def _run_all(runs: list[_Run], workers: int, report: Callable[[_Run, _RunOutput], None]) -> list[_RunOutput]:
+#: Runs a sweep's planned runs and returns their outputs in the plan's order, calling ``report`` as each ends:
+#: here (:func:`run_locally`) or elsewhere (``mrsched.clustersweep``: an Indexed Job, an index per run).
+Executor = Callable[[list[PlannedRun], Callable[[PlannedRun, RunOutput], None]], list[RunOutput]]
+
+
+def run_locally(workers: int) -> Executor:
+    """The executor that runs ``workers`` at once on this machine, each in its own process (one: in this one)."""
+    return lambda runs, report: _run_all(runs, workers, report)
+
+
+def _run_all(
+    runs: list[PlannedRun], workers: int, report: Callable[[PlannedRun, RunOutput], None]
+) -> list[RunOutput]:
     """Each run's output, in the order of ``runs``: here one after the other, or in ``workers`` processes."""
     if workers <= 1 or len(runs) <= 1:
         outputs = []
         for run in runs:
-            outputs.append(_run_one(run))
+            outputs.append(run_one(run))
             report(run, outputs[-1])
         return outputs
     # forkserver: each worker forks from a server that imported the simulator once (cheaper than spawn's import
@@ -268,8 +280,8 @@ def _run_all(runs: list[_Run], workers: int, report: Callable[[_Run, _RunOutput]
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
     with ProcessPoolExecutor(max_workers=min(workers, len(runs)), mp_context=context) as pool:
-        futures = {pool.submit(_run_one, run): i for i, run in enumerate(runs)}
-        done: dict[int, _RunOutput] = {}
+        futures = {pool.submit(run_one, run): i for i, run in enumerate(runs)}
+        done: dict[int, RunOutput] = {}
         for future in as_completed(futures):
             i = futures[future]
             done[i] = future.result()
@@ -288,6 +300,7 @@ def run_scenario(
     mode: PlacementMode | None = None,
     workers: int = 1,
     with_bound: bool = True,
+    executor: Executor | None = None,
 ) -> tuple[dict[str, Any], dict[str, SimulationResult]]:
     """Every policy on every seed (identical workload per seed), and the lower bound: the summary that
     results.json holds, and each policy's first-seed result (for plots). ``workers`` > 1 runs them in that
@@ -300,7 +313,10 @@ def run_scenario(
 
     ``with_bound=False`` leaves out the lower bound (``lower_bound`` None), which draws every task's noise on
     every node: quadratic in the cluster, over an hour for the SWIM day on 1,000 nodes (a speed benchmark's
-    runs need no bound)."""
+    runs need no bound).
+
+    ``executor`` runs the planned runs elsewhere (default: :func:`run_locally` with ``workers``); the summary is
+    gathered here from their outputs in the plan's order, so it is the same bytes wherever they ran."""
     policies = policies or scenario.policies
     seeds = seeds or scenario.seeds
     mode = mode or scenario.modes[0]
@@ -320,7 +336,7 @@ def run_scenario(
     bounds = []
     raw: dict[str, list[SimulationResult]] = {}
     planned = [
-        _Run(
+        PlannedRun(
             scenario,
             name,
             seed,
@@ -333,7 +349,7 @@ def run_scenario(
         for name in policies
     ]
 
-    def report(run: _Run, done: _RunOutput) -> None:
+    def report(run: PlannedRun, done: RunOutput) -> None:
         if progress:
             progress(
                 f"{scenario.name}: {run.name} seed {run.seed}: makespan {done.result.makespan_s:.0f} s, "
@@ -347,7 +363,8 @@ def run_scenario(
             )
 
     # Gathered in the serial order whatever order they end in: results.json is the same bytes for any ``workers``.
-    for run, done in zip(planned, _run_all(planned, workers, report), strict=True):
+    execute = executor or run_locally(workers)
+    for run, done in zip(planned, execute(planned, report), strict=True):
         if done.bound is not None:
             bounds.append(done.bound)
         raw.setdefault(run.name, []).append(done.result)
