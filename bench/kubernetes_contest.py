@@ -36,7 +36,7 @@ from mrsched.simulator.scenario import Scenario, load_scenario
 from mrsched.simulator.workload import build_jobs
 
 ROOT = Path(__file__).resolve().parent
-#: The policy README.md recommends for heterogeneous clusters, named before the final run (issue 21).
+#: The policy docs/results.md recommends for heterogeneous clusters, named before the final run (issue 21).
 RECOMMENDED = "diagnosis"
 #: The scenarios of the contest: issue 21's list, with why each is in it.
 SCENARIOS = {

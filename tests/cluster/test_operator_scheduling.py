@@ -207,7 +207,7 @@ def test_a_deleted_nodes_tasks_run_again_elsewhere(
         assert any(p["metadata"]["name"].startswith(task) for p in pods)
 
 
-#: The policy README.md recommends for heterogeneous clusters (bench/kubernetes_contest.py's RECOMMENDED).
+#: The policy docs/results.md recommends for heterogeneous clusters (bench/kubernetes_contest.py's RECOMMENDED).
 RECOMMENDED = "diagnosis"
 
 
