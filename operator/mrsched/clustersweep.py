@@ -26,7 +26,7 @@ from mrsched.operator.kubeclient import api_client
 from mrsched.simulator.run import Executor, PlannedRun, RunOutput
 from mrsched.simulator.sweepfiles import OUTPUTS, read_output, write_plan
 
-#: The image ``make images`` tags (the operator's: it holds the simulator and the ``mrsched`` command).
+#: The chart's operator image (operator/Dockerfile): it holds the simulator and the ``mrsched`` command.
 DEFAULT_IMAGE = f"ghcr.io/mrsched/mrsched:{__version__}"
 MOUNT = "/data"
 SWEEPS = "sweeps"
