@@ -76,6 +76,8 @@ def job_manifest(
                 "metadata": {"labels": labels},
                 "spec": {
                     "restartPolicy": "Never",
+                    # A run reads and writes the claim only: no API credentials in its pod.
+                    "automountServiceAccountToken": False,
                     **({"nodeSelector": node_selector} if node_selector else {}),
                     "containers": [
                         {

@@ -115,6 +115,7 @@ def test_the_indexed_job_runs_each_plan_entry_once_with_the_claim_at_data() -> N
     assert container["volumeMounts"] == [{"name": "data", "mountPath": "/data"}]
     assert pod["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "c"}}]
     assert pod["restartPolicy"] == "Never" and pod["nodeSelector"] == {"pool": "sim"}
+    assert pod["automountServiceAccountToken"] is False  # a run needs the claim, not the API
     assert job_manifest("s", 3, 8, image="i", command=["m"], claim="c", plan="p")["spec"]["parallelism"] == 3
     name = sweep_name("SWIM day_100 nodes" * 5)
     assert len(name) <= 63 and name.startswith("sweep-swim-day-100-nodes") and name == name.lower()
