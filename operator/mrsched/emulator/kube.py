@@ -109,6 +109,45 @@ class KubeClient:
             if err.status not in (404, 409):  # gone already, or a new pod with the same name
                 raise
 
+    # what a kubelet gives a pod to reach the API (the projected kube-api-access volume)
+    def request_token(
+        self, namespace: str, service_account: str, pod: dict[str, Any], expiration_s: int
+    ) -> str:
+        """A ServiceAccount token bound to ``pod`` (TokenRequest, as a kubelet asks for a projected token)."""
+        meta = pod["metadata"]
+        body = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "expirationSeconds": expiration_s,
+                "boundObjectRef": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                },
+            },
+        }
+        created = _json(
+            self.core.create_namespaced_service_account_token(
+                service_account, namespace, body, _preload_content=False
+            )
+        )
+        return str(created["status"]["token"])
+
+    def config_map_value(self, namespace: str, name: str, key: str) -> str:
+        data = _json(self.core.read_namespaced_config_map(name, namespace, _preload_content=False)).get(
+            "data"
+        )
+        return str((data or {})[key])
+
+    @property
+    def api_address(self) -> tuple[str, str]:
+        """The apiserver's host and port, as KUBERNETES_SERVICE_HOST and _PORT give them to a pod."""
+        host = str(self.api.configuration.host).removeprefix("https://").removeprefix("http://")
+        address, _, port = host.rpartition(":")
+        return address.strip("[]"), port
+
     def evict_pod(self, namespace: str, name: str) -> None:
         body = {
             "apiVersion": "policy/v1",

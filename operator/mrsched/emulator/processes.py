@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 import queue
+import random
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -15,6 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
+
+from mrsched.emulator.localimages import local_argv
+from mrsched.emulator.podcredentials import PodCredentials, token_volumes
 from mrsched.emulator.podstatus import log_fallback
 from mrsched.emulator.runners import NodeUsage, TaskExit
 from mrsched.emulator.workload import container_env
@@ -23,6 +30,8 @@ from mrsched.emulator.workload import container_env
 #: (in a real pod the path is the container's terminationMessagePath, a file the kubelet mounts).
 TERMINATION_LOG_ENV = "MRSCHED_TERMINATION_LOG"
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+#: Where a pod's processes find its ServiceAccount's token and CA (the in-cluster config's fixed path).
+SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 @dataclass
@@ -50,6 +59,8 @@ class _Rewrite:
     """Container paths (volume mounts, the termination message path) mapped to local directories."""
 
     pairs: list[tuple[str, str]] = field(default_factory=list)
+    #: The ServiceAccount token mounts: container path -> local directory.
+    tokens: dict[str, str] = field(default_factory=dict)
 
     def __call__(self, value: str) -> str:
         for container_path, local in self.pairs:
@@ -75,8 +86,14 @@ class ProcessRunner:
         *,
         wake: Callable[[], None] = lambda: None,
         kill_grace_s: float = 5.0,
+        credentials: PodCredentials | None = None,
     ) -> None:
         self.data_dir = data_dir
+        self.credentials = credentials
+        # Each pod's own loopback address, for what it binds to the wildcard: pods here share this machine's
+        # ports, and two replicas of a server (or a rolling upgrade's surge pod) would collide on 0.0.0.0.
+        self._addresses = itertools.count(1)
+        self._subnet = random.Random().randrange(2, 255)
         self.run_dir = run_dir
         self._wake = wake
         self._kill_grace_s = kill_grace_s
@@ -90,8 +107,15 @@ class ProcessRunner:
 
     def _paths(self, pod: dict[str, Any], container: dict[str, Any], pod_dir: Path) -> _Rewrite:
         rewrite = _Rewrite()
+        tokens = token_volumes(pod) if self.credentials is not None else {}
         for mount in container.get("volumeMounts") or []:
-            local = self.data_dir / mount["name"]
+            if mount["name"] in tokens:  # the pod's own, filled as a kubelet fills it
+                local = pod_dir / "volumes" / mount["name"]
+                assert self.credentials is not None
+                self.credentials.fill(pod, tokens[mount["name"]], local)
+                rewrite.tokens[mount["mountPath"]] = str(local)
+            else:
+                local = self.data_dir / mount["name"]
             if mount.get("subPath"):
                 local = local / mount["subPath"]
             local.mkdir(parents=True, exist_ok=True)
@@ -118,7 +142,7 @@ class ProcessRunner:
         """The process waits for its maps itself (the worker's MRSCHED_WAIT_FOR_MAPS): no shuffle model here."""
         container = pod["spec"]["containers"][0]
         now = time.monotonic()
-        argv = list(container.get("command") or []) + list(container.get("args") or [])
+        argv = local_argv(container)
         if not argv:
             self._fail_now(
                 pod_key,
@@ -129,8 +153,21 @@ class ProcessRunner:
             return
         pod_dir = self.run_dir / pod["metadata"]["uid"]
         pod_dir.mkdir(parents=True, exist_ok=True)
-        rewrite = self._paths(pod, container, pod_dir)
-        env = {k: rewrite(v) for k, v in container_env(pod).items()}
+        try:
+            rewrite = self._paths(pod, container, pod_dir)
+        except (ApiException, KeyError) as err:
+            # A kubelet would keep the pod ContainerCreating and retry; here it fails, saying why.
+            self._fail_now(pod_key, now, f"cannot fill the pod's ServiceAccount volume: {err}")
+            return
+        n = next(self._addresses)
+        address = f"127.{self._subnet}.{(n // 254) & 255}.{n % 254 + 1}"
+        env = {k: address if v == "0.0.0.0" else rewrite(v) for k, v in container_env(pod).items()}
+        in_cluster = rewrite.tokens.get(SERVICE_ACCOUNT_MOUNT)
+        if in_cluster is not None and self.credentials is not None:
+            env.update(self.credentials.environment())
+            if argv[:2] == [sys.executable, "-m"]:
+                # One of our images' programs: its in-cluster config read from the pod's token volume.
+                argv = [sys.executable, "-m", "mrsched.emulator.incluster", in_cluster, *argv[2:]]
         termination_log = pod_dir / "termination-log"
         termination_log.write_bytes(b"")
         base_env = {

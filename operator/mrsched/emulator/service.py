@@ -36,6 +36,7 @@ from mrsched.emulator.kube import KubeClient
 from mrsched.emulator.kubelet import Kubelet
 from mrsched.emulator.metrics import LOAD_SAMPLE_S, NodeInfo, NodeMetricsCollector
 from mrsched.emulator.nodes import NodeState, lease_object, nodes_from_layout, now_micro
+from mrsched.emulator.podcredentials import PodCredentials
 from mrsched.emulator.processes import ProcessRunner
 from mrsched.emulator.runners import ModelRunner, TaskRunner
 
@@ -82,7 +83,9 @@ class Emulator:
             caps = {n.name: n.node_class.capability() for n in nodes}
             self.runner = ModelRunner(caps, seed=cfg.seed, time_scale=cfg.time_scale)
         else:
-            self.runner = ProcessRunner(cfg.data_dir, cfg.run_dir, wake=self.wake)
+            # A pod's ServiceAccount volume filled as a kubelet fills it: the chart's operator runs as a pod here.
+            credentials = PodCredentials(self.kube)
+            self.runner = ProcessRunner(cfg.data_dir, cfg.run_dir, wake=self.wake, credentials=credentials)
         self.kubelet = Kubelet(
             self.kube, self.runner, self.nodes, image_pull_backoff_s=cfg.image_pull_backoff_s
         )

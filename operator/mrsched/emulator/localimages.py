@@ -1,0 +1,48 @@
+"""Process mode runs a pod's container as a local process; for mrsched's own images that process is this
+installation's program, as the image's entrypoint would run it (issue 25: the chart's operator Deployment runs in
+the local cluster). Other images run their container's command as written, as before."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+#: repository -> (the image's entrypoint, its default arguments), as operator/Dockerfile and workers/Dockerfile
+#: build them.
+LOCAL_IMAGES: dict[str, tuple[list[str], list[str]]] = {
+    "ghcr.io/mrsched/mrsched": (["mrsched"], ["run"]),
+    "ghcr.io/mrsched/worker": (["python", "-m", "mrworker"], []),
+}
+#: Programs of those images, as this installation runs them (the image's PATH is not this machine's).
+LOCAL_PROGRAMS: dict[str, list[str]] = {
+    "mrsched": [sys.executable, "-m", "mrsched"],
+    "python": [sys.executable],
+    "python3": [sys.executable],
+}
+
+
+def repository(image: str) -> str:
+    """``image`` without its tag or digest."""
+    name = image.split("@", 1)[0]
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    return name[:colon] if colon > slash else name
+
+
+def is_local(image: str) -> bool:
+    return repository(image) in LOCAL_IMAGES
+
+
+def local_argv(container: dict[str, Any]) -> list[str]:
+    """The container's command line: for one of mrsched's images, its command (else the image's entrypoint) and
+    args (else the image's, when the command is the image's too), with the program mapped to this installation;
+    for any other image, command + args as written (empty when it has no command: no entrypoint is known)."""
+    command = list(container.get("command") or [])
+    args = list(container.get("args") or [])
+    image = container.get("image", "")
+    if not is_local(image):
+        return command + args
+    entrypoint, default_args = LOCAL_IMAGES[repository(image)]
+    if not command:
+        command, args = entrypoint, (args if "args" in container else default_args)
+    return LOCAL_PROGRAMS.get(command[0], command[:1]) + command[1:] + args
