@@ -46,6 +46,10 @@ DEADLINE_REASON = "DeadlineExceeded"
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 #: ``spec.terminationGracePeriodSeconds`` when the pod does not say (the API server's default).
 DEFAULT_GRACE_S = 30.0
+#: The volume manager's back-off after a failed mount: 500 ms, doubling to 2 min 2 s
+#: (``pkg/volume/util/nestedpendingoperations``: initialDurationBeforeRetry, maxDurationBeforeRetry).
+MOUNT_RETRY_FIRST_S = 0.5
+MOUNT_RETRY_MAX_S = 122.0
 
 
 @dataclass
@@ -66,7 +70,8 @@ class PodState:
     shut_down: bool = False  # ended by its node's graceful shutdown
     pulls: PodPulls | None = None  # while its containers wait for their images
     waiting: dict[str, tuple[str, str]] = field(default_factory=dict)  # what its last waiting status said
-    sync_at: float = math.inf  # monotonic: its pod worker's next sync while it waits (a pull retry)
+    sync_at: float = math.inf  # monotonic: its pod worker's next sync while it waits (a pull or mount retry)
+    mount_backoff_s: float = 0.0  # the wait before its volumes' next mount, once one failed
 
 
 class Kubelet:
@@ -187,7 +192,8 @@ class Kubelet:
 
     def _sync(self, key: str, state: PodState, now: float) -> None:
         """The pod worker's sync of a pod whose containers have not started: pull each container's image (the
-        emulator starts a pod's containers together, once all are there), else say why they wait."""
+        emulator starts a pod's containers together, once all are there), mount its volumes, else say why they
+        wait."""
         pod = self._pod_objects[key]
         pulls = state.pulls or PodPulls(self.image_pull_backoff_s)
         waiting: dict[str, tuple[str, str]] = {}
@@ -195,12 +201,20 @@ class Kubelet:
             why = pulls.ensure(container.get("image", ""), self.failing_images, now)
             if why is not None:
                 waiting[container["name"]] = why
+        if waiting:
+            retry_at = pulls.next_sync([reason for reason, _ in waiting.values()], now)
+        elif (unmounted := self.runner.mount(key, pod)) is not None:
+            # The volume manager retries a failed mount with its back-off; the containers wait in
+            # ContainerCreating meanwhile (the reason goes to a FailedMount event, not to the pod's status).
+            log.info("%s waits for its volumes: %s", key, unmounted)
+            state.mount_backoff_s = min(2 * state.mount_backoff_s or MOUNT_RETRY_FIRST_S, MOUNT_RETRY_MAX_S)
+            waiting = {c["name"]: ("ContainerCreating", "") for c in pod["spec"]["containers"]}
+            retry_at = now + state.mount_backoff_s
         if not waiting:
             state.pulls, state.sync_at = None, math.inf
             self._start(key, state, pod)
         else:
-            state.pulls = pulls
-            state.sync_at = pulls.next_sync([reason for reason, _ in waiting.values()], now)
+            state.pulls, state.sync_at = pulls, retry_at
             if waiting != state.waiting:
                 state.waiting = waiting
                 self._write(

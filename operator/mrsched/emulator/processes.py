@@ -90,6 +90,7 @@ class ProcessRunner:
     ) -> None:
         self.data_dir = data_dir
         self.credentials = credentials
+        self._mounted: dict[str, str] = {}  # pod key -> the uid of the pod whose volumes mount() filled
         # Each pod's own loopback address, for what it binds to the wildcard: pods here share this machine's
         # ports, and two replicas of a server (or a rolling upgrade's surge pod) would collide on 0.0.0.0.
         self._addresses = itertools.count(1)
@@ -105,14 +106,28 @@ class ProcessRunner:
         data_dir.mkdir(parents=True, exist_ok=True)
         run_dir.mkdir(parents=True, exist_ok=True)
 
+    def mount(self, pod_key: str, pod: dict[str, Any]) -> str | None:
+        """Fill the pod's ServiceAccount token volumes (``kube-api-access-*``) as a kubelet does. A ConfigMap
+        they project that is not there yet (``kube-root-ca.crt`` in a namespace seconds old) or a token the API
+        refuses leaves the pod waiting, in the words of the kubelet's FailedMount event."""
+        if self.credentials is None:
+            return None
+        pod_dir = self.run_dir / pod["metadata"]["uid"]
+        for name, volume in token_volumes(pod).items():
+            try:
+                self.credentials.fill(pod, volume, pod_dir / "volumes" / name)
+            except (ApiException, KeyError) as err:
+                why = err.reason if isinstance(err, ApiException) else f"no key {err}"
+                return f'MountVolume.SetUp failed for volume "{name}" : {why}'
+        self._mounted[pod_key] = pod["metadata"]["uid"]
+        return None
+
     def _paths(self, pod: dict[str, Any], container: dict[str, Any], pod_dir: Path) -> _Rewrite:
         rewrite = _Rewrite()
         tokens = token_volumes(pod) if self.credentials is not None else {}
         for mount in container.get("volumeMounts") or []:
-            if mount["name"] in tokens:  # the pod's own, filled as a kubelet fills it
+            if mount["name"] in tokens:  # the pod's own, filled by mount()
                 local = pod_dir / "volumes" / mount["name"]
-                assert self.credentials is not None
-                self.credentials.fill(pod, tokens[mount["name"]], local)
                 rewrite.tokens[mount["mountPath"]] = str(local)
             else:
                 local = self.data_dir / mount["name"]
@@ -153,12 +168,12 @@ class ProcessRunner:
             return
         pod_dir = self.run_dir / pod["metadata"]["uid"]
         pod_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            rewrite = self._paths(pod, container, pod_dir)
-        except (ApiException, KeyError) as err:
-            # A kubelet would keep the pod ContainerCreating and retry; here it fails, saying why.
-            self._fail_now(pod_key, now, f"cannot fill the pod's ServiceAccount volume: {err}")
+        mounted = self._mounted.pop(pod_key, None) == pod["metadata"]["uid"]
+        if not mounted and (why := self.mount(pod_key, pod)) is not None:
+            self._fail_now(pod_key, now, why)  # only a caller that skipped mount() gets here
             return
+        self._mounted.pop(pod_key, None)
+        rewrite = self._paths(pod, container, pod_dir)
         n = next(self._addresses)
         address = f"127.{self._subnet}.{(n // 254) & 255}.{n % 254 + 1}"
         env = {k: address if v == "0.0.0.0" else rewrite(v) for k, v in container_env(pod).items()}
@@ -254,6 +269,7 @@ class ProcessRunner:
 
     def kill(self, pod_key: str) -> None:
         """The pod is gone: stop its process (SIGTERM, SIGKILL after the runner's grace) and report nothing."""
+        self._mounted.pop(pod_key, None)
         with self._lock:
             proc = self._procs.get(pod_key)
             if proc is None:

@@ -53,6 +53,11 @@ class NodeUsage:
 
 
 class TaskRunner(Protocol):
+    def mount(self, pod_key: str, pod: dict[str, Any]) -> str | None:
+        """Set up the pod's volumes before its containers start, as the kubelet's volume manager does: None once
+        they are ready, else why not (the pod then waits in ContainerCreating and the kubelet tries again)."""
+        ...
+
     def start(
         self,
         pod_key: str,
@@ -113,6 +118,9 @@ class ModelRunner:
 
     def _wall(self, model_s: float) -> float:
         return self._origin + model_s / self.time_scale
+
+    def mount(self, pod_key: str, pod: dict[str, Any]) -> str | None:
+        return None  # the model runs no process: nothing of the pod's is read
 
     def start(
         self,

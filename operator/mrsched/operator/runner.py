@@ -33,7 +33,9 @@ class OperatorRunner:
     ) -> None:
         self.api = api
         self.config = config
-        self.identity = f"{socket.gethostname()}-{os.getpid()}"
+        # The pod's name where the chart gives it (a pod's hostname, but also where its process cannot see that
+        # hostname, as on the local control plane), else this host's: who leads, and who wrote each object.
+        self.identity = f"{os.environ.get('POD_NAME') or socket.gethostname()}-{os.getpid()}"
         api.field_manager = f"mrsched-{self.identity}"[:128]
         self.lease = LeaderLease(
             api,
