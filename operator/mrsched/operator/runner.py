@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 
+from mrsched import __version__
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.leader import FencedApi, LeaderLease, LeadershipLost, LeaseKeeper
@@ -37,6 +38,9 @@ class OperatorRunner:
         # hostname, as on the local control plane), else this host's: who leads, and who wrote each object.
         self.identity = f"{os.environ.get('POD_NAME') or socket.gethostname()}-{os.getpid()}"
         api.field_manager = f"mrsched-{self.identity}"[:128]
+        # The apiserver names a write's field manager after its User-Agent when the request names none (status
+        # patches, profiles, finalizers, Events): the same name, so that every object says which replica wrote it.
+        api.api.user_agent = f"{api.field_manager}/{__version__}"
         self.lease = LeaderLease(
             api,
             lease_namespace,
