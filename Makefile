@@ -28,8 +28,8 @@ binaries:  ## kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, 
 	hack/build-binaries.sh
 
 lint: venv  ## ruff, mypy and the import-layer contracts
-	$(BIN)/ruff check operator workers tests bench
-	$(BIN)/ruff format --check operator workers tests bench
+	$(BIN)/ruff check operator workers tests e2e bench
+	$(BIN)/ruff format --check operator workers tests e2e bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
