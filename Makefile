@@ -5,12 +5,15 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-dara-search bench-workers bench-operator bench-scale bench-loop bench-live calibrate cluster-up cluster-down lock clean manifests
+.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-dara-search bench-workers bench-operator bench-scale bench-loop bench-live calibrate cluster-up cluster-down lock clean manifests images
 
 all: test
 
 demo: deps venv binaries  ## a small job end to end on a throw-away local cluster: its status and output
 	$(BIN)/mrsched demo
+
+images:  ## the operator and worker images, tagged as the chart's defaults (docker or podman; docs/kind.md)
+	hack/build-images.sh
 
 deps:  ## Debian packages (Prometheus)
 	hack/install-system-deps.sh

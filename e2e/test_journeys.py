@@ -46,6 +46,7 @@ README_COMMANDS = readme_commands(REPO / "README.md")
 RUN_ELSEWHERE = {
     "make demo": "tests/cluster/test_demo.py",
     "make test": "CI's .ci/run: it runs make test, this test among the rest",
+    "make images": "tests/cluster/test_images.py (with a stand-in engine: none runs here)",
 }
 #: The path without Helm: run once Helm's release is gone (the last test).
 WITHOUT_HELM = "kubectl apply -f manifests/"
