@@ -396,3 +396,64 @@ def test_active_deadline_kills_the_process_after_its_grace_period(
     terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (137, "Error")
     assert 2.5 < elapsed < 12, elapsed  # the deadline, then the second of grace
+
+
+CRASH_ONCE = textwrap.dedent("""
+    import os, sys, time
+    marker = sys.argv[1]
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        sys.exit(3)
+    time.sleep(600)
+""")
+
+
+def test_a_container_that_ends_in_a_restarting_pod_is_restarted_after_the_back_off(
+    kube: Kube, namespace: str, emulate: EmulateFactory, tmp_path: Path
+) -> None:
+    """As the kubelet does for restartPolicy Always: the pod stays Running, its container waits in
+    CrashLoopBackOff with how it ended, then runs again with restartCount 1; OnFailure leaves a success alone."""
+    (node,) = emulate({"medium": 1}, mode="process", data_dir=tmp_path / "volumes").nodes
+    crashing = task_pod(
+        "crashes-once",
+        node=node,
+        app=None,
+        volumes={"scratch": "/scratch"},
+        command=[sys.executable, "-c", CRASH_ONCE, "/scratch/marker"],
+    )
+    crashing["spec"]["restartPolicy"] = "Always"
+    succeeding = task_pod("succeeds", node=node, app=None, command=[sys.executable, "-c", "pass"])
+    succeeding["spec"]["restartPolicy"] = "OnFailure"
+    kube.create_pod(namespace, crashing)
+    kube.create_pod(namespace, succeeding)
+
+    def container(name: str) -> tuple[str, dict[str, Any]]:
+        pod = kube.pod(namespace, name)
+        statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+        return pod["status"].get("phase", ""), statuses[0]
+
+    backing_off = wait_for(
+        lambda: (
+            (c := container("crashes-once"))[1].get("state", {}).get("waiting", {}).get("reason")
+            == "CrashLoopBackOff"
+            and c
+        ),
+        30,
+        "CrashLoopBackOff",
+        interval_s=0.1,
+    )
+    phase, status = backing_off
+    assert phase == "Running" and status["restartCount"] == 1 and not status["ready"]
+    assert status["lastState"]["terminated"]["exitCode"] == 3
+    assert status["state"]["waiting"]["message"].startswith("back-off 10s restarting failed container=task")
+
+    phase, status = wait_for(
+        lambda: (c := container("crashes-once"))[1].get("state", {}).get("running") and c,
+        30,
+        "the restarted container",
+    )
+    assert (phase, status["restartCount"], status["ready"]) == ("Running", 1, True)
+    assert status["lastState"]["terminated"]["exitCode"] == 3
+    assert kube.wait_pod(namespace, "succeeds", phase_in("Succeeded", "Failed"), timeout_s=30)["status"][
+        "phase"
+    ] == ("Succeeded")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mrsched.emulator.localimages import local_argv, repository
+from mrsched.emulator.localimages import local_command, repository
 from mrsched.emulator.podcredentials import PodCredentials, token_volumes
 from mrsched.emulator.processes import ProcessRunner
 from tests.kubehelpers import wait_for
@@ -67,13 +67,17 @@ def test_our_images_run_this_installations_programs_as_their_entrypoints_would()
         "command": ["mrsched"],
         "args": ["run", "--verbose"],
     }
-    assert local_argv(operator) == [sys.executable, "-m", "mrsched", "run", "--verbose"]
-    assert local_argv({"image": "ghcr.io/mrsched/mrsched:0.1.0"}) == [sys.executable, "-m", "mrsched", "run"]
+    python = [sys.executable]
+    assert local_command(operator) == ([*python, "-m", "mrsched"], ["run", "--verbose"])
+    assert local_command({"image": "ghcr.io/mrsched/mrsched:0.1.0"}) == ([*python, "-m", "mrsched"], ["run"])
     worker = {"image": "ghcr.io/mrsched/worker:0.1.0", "command": ["python", "-m", "mrworker"]}
-    assert local_argv(worker) == [sys.executable, "-m", "mrworker"]
+    assert local_command(worker) == (python, ["-m", "mrworker"])
     # Any other image: its command as written, and none when it has none (no entrypoint is known).
-    assert local_argv({"image": "busybox", "command": ["sh", "-c"], "args": ["true"]}) == ["sh", "-c", "true"]
-    assert local_argv({"image": "busybox"}) == []
+    assert local_command({"image": "busybox", "command": ["sh", "-c"], "args": ["true"]}) == (
+        [],
+        ["sh", "-c", "true"],
+    )
+    assert local_command({"image": "busybox"}) == ([], [])
 
 
 def test_the_service_account_volume_is_filled_as_a_kubelet_fills_it(tmp_path: Path) -> None:
@@ -153,10 +157,62 @@ def test_a_pod_of_our_image_runs_in_cluster_from_its_token_volume(tmp_path: Path
     }
     pod = {**POD, "spec": {**POD["spec"], "containers": [container]}}
     runner = ProcessRunner(tmp_path / "data", tmp_path / "run", credentials=PodCredentials(FakeApi()))
-    runner.start("ops/op-1", "n0", pod)
+    runner.start("ops/op-1", "n0", pod, address="127.9.0.7")
     exits = wait_for(runner.poll, timeout_s=60, what="the pod's process to end")
     log = (tmp_path / "run" / "u-1" / "container.log").read_text()
     assert [(e.pod_key, e.exit_code) for e in exits] == [("ops/op-1", 0)], log
     host, keys, namespace, bind = json.loads(log)
     assert (host, keys, namespace) == ("https://127.0.0.1:36443", ["bearer jwt-for-mrsched"], "ops")
-    assert bind.startswith("127.") and bind not in ("127.0.0.1", "0.0.0.0")
+    assert bind == "127.9.0.7", "the wildcard address is the pod's own, as in its network namespace"
+
+
+def test_the_kubelets_restart_rules_and_back_offs() -> None:
+    from mrsched.emulator.podstate import PodState, restarts_after
+    from mrsched.emulator.podstatus import Requests
+
+    def pod(policy: str) -> dict[str, Any]:
+        return {"spec": {"restartPolicy": policy}}
+
+    assert restarts_after(pod("Always"), 0) and restarts_after(pod("Always"), 1)
+    assert restarts_after(pod("OnFailure"), 137) and not restarts_after(pod("OnFailure"), 0)
+    assert not restarts_after(pod("Never"), 1)
+    state = PodState("u", "n", Requests())
+    waits = []
+    for _ in range(7):  # each run ends a second after it started
+        state.restart_backoff_s = state.next_restart_backoff(state.ran_since + 1)
+        waits.append(state.restart_backoff_s)
+    assert waits == [10, 20, 40, 80, 160, 300, 300]
+    state.ran_since = 0.0
+    assert state.next_restart_backoff(600.0) == 10, (
+        "a container that ran 10 minutes starts the back-off again"
+    )
+    mounts = []
+    for _ in range(10):
+        state.mount_backoff_s = state.next_mount_backoff()
+        mounts.append(state.mount_backoff_s)
+    assert mounts == [0.5, 1, 2, 4, 8, 16, 32, 64, 122, 122]
+
+
+def test_a_mount_over_a_directory_of_this_machines_program_maps_only_the_containers_paths(
+    tmp_path: Path,
+) -> None:
+    """The chart's operator mounts an emptyDir at /tmp; where this installation lives under /tmp (a fresh clone
+    there, as on CI), its program was rewritten into the volume and could not start. Only the container's
+    arguments name container paths."""
+    top = "/" + Path(sys.executable).parts[1]  # the mount shadows the program's directory in the container
+    script = "import sys; open(sys.argv[1], 'w').write('written')"
+    container = {
+        "name": "c",
+        "image": "ghcr.io/mrsched/worker:0.1.0",
+        "command": ["python", "-c", script, f"{top}/out.txt"],
+        "volumeMounts": [{"name": "scratch", "mountPath": top}],
+    }
+    pod = {
+        "metadata": {"name": "p", "namespace": "ops", "uid": "u-2"},
+        "spec": {"volumes": [{"name": "scratch", "emptyDir": {}}], "containers": [container]},
+    }
+    runner = ProcessRunner(tmp_path / "data", tmp_path / "run")
+    runner.start("ops/p", "n0", pod)
+    exits = wait_for(runner.poll, timeout_s=60, what="the pod's process to end")
+    assert [(e.exit_code, e.reason) for e in exits] == [(0, None)], exits
+    assert (tmp_path / "data" / "scratch" / "out.txt").read_text() == "written"

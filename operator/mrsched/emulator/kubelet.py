@@ -3,7 +3,8 @@
 For every pod bound to one of its nodes, the emulator does what a kubelet does, in its order: admit it (or reject
 it as ``OutOf<resource>``), set its startTime, pull its images (a pull that fails leaves its containers waiting,
 ``ErrImagePull`` then ``ImagePullBackOff``, retried with the back-off; see :mod:`mrsched.emulator.images`),
-start its task and write Running, then Succeeded or Failed; a pod active longer than its
+start its task and write Running, then Succeeded or Failed (or, where its restartPolicy says so, restart it after
+the back-off, CrashLoopBackOff meanwhile; see :mod:`mrsched.emulator.podstate`); a pod active longer than its
 ``spec.activeDeadlineSeconds`` since its startTime is killed (``DeadlineExceeded``); a deleted pod is stopped
 and its deletion finished; a node's graceful shutdown ends its pods as disruptions and admits no more.
 
@@ -13,27 +14,39 @@ pod's status writes happen in the kubelet's order and never race each other.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
+import random
 import time
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from mrsched.emulator.images import FailingImages, PodPulls
 from mrsched.emulator.kube import KubeClient
 from mrsched.emulator.nodes import NODE_ADDRESS, NodeState
+from mrsched.emulator.podstate import (
+    DEFAULT_GRACE_S,
+    PodState,
+    deadline_at,
+    deadline_why,
+    loopback_twin,
+    pod_address,
+    restarts_after,
+)
 from mrsched.emulator.podstatus import (
     SHUTDOWN_REJECTION,
     Requests,
     admit,
+    crash_loop_status,
     never_started_status,
     now_rfc3339,
     pod_requests,
     rejected_status,
     running_status,
     shut_down_status,
+    terminated_state,
     terminated_status,
     waiting_status,
 )
@@ -41,37 +54,6 @@ from mrsched.emulator.reducewait import ReduceWaits
 from mrsched.emulator.runners import SIGTERM_EXIT_CODE, ModelRunner, TaskExit, TaskRunner
 
 log = logging.getLogger("mrsched.emulator")
-#: The kubelet's words for a pod killed at its activeDeadlineSeconds (``pkg/kubelet/active_deadline.go``).
-DEADLINE_REASON = "DeadlineExceeded"
-DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
-#: ``spec.terminationGracePeriodSeconds`` when the pod does not say (the API server's default).
-DEFAULT_GRACE_S = 30.0
-#: The volume manager's back-off after a failed mount: 500 ms, doubling to 2 min 2 s
-#: (``pkg/volume/util/nestedpendingoperations``: initialDurationBeforeRetry, maxDurationBeforeRetry).
-MOUNT_RETRY_FIRST_S = 0.5
-MOUNT_RETRY_MAX_S = 122.0
-
-
-@dataclass
-class PodState:
-    """One admitted (or rejected) pod, as long as the pod exists: what its next status write needs."""
-
-    uid: str
-    node: str
-    requests: Requests
-    started_at: str = ""  # status.startTime: when the kubelet admitted it
-    admitted: float = 0.0  # the same, monotonic
-    pod_ip: str = ""
-    ran_at: str = ""  # when its containers started (later than started_at if its images had to be pulled)
-    running: bool = False  # its task was started
-    done: bool = False
-    deadline: float = math.inf  # monotonic: activeDeadlineSeconds after admission
-    deadline_exceeded: bool = False
-    shut_down: bool = False  # ended by its node's graceful shutdown
-    pulls: PodPulls | None = None  # while its containers wait for their images
-    waiting: dict[str, tuple[str, str]] = field(default_factory=dict)  # what its last waiting status said
-    sync_at: float = math.inf  # monotonic: its pod worker's next sync while it waits (a pull or mount retry)
-    mount_backoff_s: float = 0.0  # the wait before its volumes' next mount, once one failed
 
 
 class Kubelet:
@@ -93,6 +75,10 @@ class Kubelet:
         # Admitted pods, for their statuses: as admitted once running; the latest spec while they wait.
         self._pod_objects: dict[str, dict[str, Any]] = {}
         self._due: dict[str, float] = {}  # pods with a deadline or a pull retry ahead: when (monotonic)
+        # Each pod's own IP, never reused: its processes bind its loopback twin for the wildcard (ProcessRunner),
+        # so it must differ from every other pod's, this emulator's or another's.
+        self._pod_addresses = itertools.count(1)
+        self._subnet = random.Random().randrange(2, 255)
         self.failing_images = FailingImages()
         self.image_pull_backoff_s = image_pull_backoff_s
         self.reduces = ReduceWaits(runner) if isinstance(runner, ModelRunner) else None
@@ -156,7 +142,7 @@ class Kubelet:
         the pod runs) and, while its containers wait, new images (tried at once)."""
         if state.done:
             return
-        state.deadline = _deadline(pod, state.admitted)
+        state.deadline = deadline_at(pod, state.admitted)
         if not state.running and key in self._pod_objects:
             before, self._pod_objects[key] = self._pod_objects[key], pod
             if _images(before) != _images(pod):
@@ -183,10 +169,10 @@ class Kubelet:
             self.kube.patch_pod_status(meta["namespace"], meta["name"], rejected_status(rejection))
             log.info("rejected %s on %s: %s", key, state.node, rejection.reason)
             return
-        n = len(self.pods)
-        state.pod_ip = f"127.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
+        n = next(self._pod_addresses)
+        state.pod_ip = pod_address(self._subnet, n)
         state.started_at, state.admitted = now_rfc3339(), time.monotonic()
-        state.deadline = _deadline(pod, state.admitted)
+        state.deadline = deadline_at(pod, state.admitted)
         self._pod_objects[key] = pod
         self._sync(key, state, state.admitted)
 
@@ -207,7 +193,7 @@ class Kubelet:
             # The volume manager retries a failed mount with its back-off; the containers wait in
             # ContainerCreating meanwhile (the reason goes to a FailedMount event, not to the pod's status).
             log.info("%s waits for its volumes: %s", key, unmounted)
-            state.mount_backoff_s = min(2 * state.mount_backoff_s or MOUNT_RETRY_FIRST_S, MOUNT_RETRY_MAX_S)
+            state.mount_backoff_s = state.next_mount_backoff()
             waiting = {c["name"]: ("ContainerCreating", "") for c in pod["spec"]["containers"]}
             retry_at = now + state.mount_backoff_s
         if not waiting:
@@ -230,7 +216,7 @@ class Kubelet:
         self._schedule(key, state)
 
     def _start(self, key: str, state: PodState, pod: dict[str, Any]) -> None:
-        state.ran_at = now_rfc3339()
+        state.ran_at, state.ran_since = now_rfc3339(), time.monotonic()
         state.running = True
         state.waiting = {}
         self._write(
@@ -241,11 +227,13 @@ class Kubelet:
                 host_ip=NODE_ADDRESS,
                 pod_ip=state.pod_ip,
                 containers_started_at=state.ran_at,
+                restarts=state.restarts,
+                last_state={"terminated": state.last_terminated} if state.last_terminated else None,
             ),
         )
         # As the worker does (MRSCHED_WAIT_FOR_MAPS), a reduce holds its slot, idle, until its maps' output is there.
         if self.reduces is None or not self.reduces.hold(key, state.node, pod):
-            self.runner.start(key, state.node, pod)
+            self.runner.start(key, state.node, pod, address=loopback_twin(state.pod_ip))
 
     # --- timers: pull retries, deadlines, finished tasks --------------------------------------------------------
 
@@ -318,15 +306,20 @@ class Kubelet:
         self._schedule(key, state)
         if (pod := self._pod_objects.get(key)) is not None:
             status = never_started_status(
-                pod, started_at=state.started_at, finished_at=now_rfc3339(), **_why(state)
+                pod, started_at=state.started_at, finished_at=now_rfc3339(), **deadline_why(state)
             )
             self._write(key, shut_down_status(status) if state.shut_down else status)
 
     def _finish(self, done: TaskExit) -> None:
         state = self.pods.get(done.pod_key)
-        pod = self._pod_objects.pop(done.pod_key, None)
+        pod = self._pod_objects.get(done.pod_key)
         if state is None or pod is None or state.done:
             return
+        ended_by_kubelet = state.deadline_exceeded or state.shut_down
+        if not ended_by_kubelet and restarts_after(pod, done.exit_code):
+            self._restart_later(done, state, pod)
+            return
+        self._pod_objects.pop(done.pod_key, None)
         state.done = True
         state.running = False
         self._schedule(done.pod_key, state)
@@ -337,9 +330,43 @@ class Kubelet:
             finished_at=now_rfc3339(),
             message=done.message,
             reason=done.reason,
-            **(_why(state) if done.exit_code != 0 else {}),
+            **(deadline_why(state) if done.exit_code != 0 else {}),
         )
         self._write(done.pod_key, shut_down_status(status) if state.shut_down else status)
+
+    def _restart_later(self, done: TaskExit, state: PodState, pod: dict[str, Any]) -> None:
+        """The container ended in a pod that restarts it: the pod stays Running, not Ready, its container
+        waiting out the back-off (CrashLoopBackOff) with its last run's end, then the pod worker starts it again
+        (the next sync after ``sync_at``), its restartCount one up."""
+        now = time.monotonic()
+        state.restart_backoff_s = state.next_restart_backoff(now)
+        finished_at = now_rfc3339()
+        state.last_terminated = terminated_state(
+            pod, done.exit_code, state.ran_at, finished_at, done.message, done.reason
+        )
+        state.restarts += 1
+        state.running = False
+        state.sync_at = now + state.restart_backoff_s
+        log.info(
+            "%s ended (exit %d): restarting it in %.0f s",
+            done.pod_key,
+            done.exit_code,
+            state.restart_backoff_s,
+        )
+        self._write(
+            done.pod_key,
+            crash_loop_status(
+                pod,
+                started_at=state.started_at,
+                host_ip=NODE_ADDRESS,
+                pod_ip=state.pod_ip,
+                restarts=state.restarts,
+                last_terminated=state.last_terminated,
+                backoff_s=state.restart_backoff_s,
+                at=finished_at,
+            ),
+        )
+        self._schedule(done.pod_key, state)
 
     # --- deletion, and forgetting ----------------------------------------------------------------------------
 
@@ -396,16 +423,6 @@ class Kubelet:
     def _write(self, key: str, status: dict[str, Any]) -> None:
         namespace, name = key.split("/", 1)
         self.kube.patch_pod_status(namespace, name, status)
-
-
-def _why(state: PodState) -> dict[str, str]:
-    """The pod-level reason and message of a pod the kubelet killed at its deadline."""
-    return {"pod_reason": DEADLINE_REASON, "pod_message": DEADLINE_MESSAGE} if state.deadline_exceeded else {}
-
-
-def _deadline(pod: dict[str, Any], admitted: float) -> float:
-    seconds = (pod.get("spec") or {}).get("activeDeadlineSeconds")
-    return math.inf if seconds is None else admitted + float(seconds)
 
 
 def _images(pod: dict[str, Any]) -> list[str]:

@@ -33,16 +33,20 @@ def is_local(image: str) -> bool:
     return repository(image) in LOCAL_IMAGES
 
 
-def local_argv(container: dict[str, Any]) -> list[str]:
-    """The container's command line: for one of mrsched's images, its command (else the image's entrypoint) and
-    args (else the image's, when the command is the image's too), with the program mapped to this installation;
-    for any other image, command + args as written (empty when it has no command: no entrypoint is known)."""
+def local_command(container: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The container's command line as (program, arguments): for one of mrsched's images, its command (else the
+    image's entrypoint) and args (else the image's, when the command is the image's too), the program mapped to
+    this installation; for any other image, no program and command + args as written (empty when it has no
+    command: no entrypoint is known). The program is a path on this machine, the arguments are the container's:
+    only they may name container paths (a volume's mount path) to map to local directories."""
     command = list(container.get("command") or [])
     args = list(container.get("args") or [])
     image = container.get("image", "")
     if not is_local(image):
-        return command + args
+        return [], command + args
     entrypoint, default_args = LOCAL_IMAGES[repository(image)]
     if not command:
         command, args = entrypoint, (args if "args" in container else default_args)
-    return LOCAL_PROGRAMS.get(command[0], command[:1]) + command[1:] + args
+    if command[0] in LOCAL_PROGRAMS:
+        return LOCAL_PROGRAMS[command[0]], command[1:] + args
+    return [], command + args

@@ -137,8 +137,16 @@ def rejected_status(rejection: Rejection) -> dict[str, Any]:
     }
 
 
-def _container_statuses(pod: dict[str, Any], *, running: bool, state: dict[str, Any]) -> list[dict[str, Any]]:
-    """One status per container of the pod, all in ``state`` (the emulator runs a pod's task as one unit)."""
+def _container_statuses(
+    pod: dict[str, Any],
+    *,
+    running: bool,
+    state: dict[str, Any],
+    restarts: int = 0,
+    last_state: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """One status per container of the pod, all in ``state`` (the emulator runs a pod's task as one unit);
+    ``restarts`` and ``last_state``: how often it was restarted, and how its previous run ended."""
     uid = pod["metadata"]["uid"]
     statuses = []
     for container in (pod.get("spec") or {}).get("containers") or []:
@@ -155,8 +163,9 @@ def _container_statuses(pod: dict[str, Any], *, running: bool, state: dict[str, 
                 "containerID": container_id,
                 "ready": running,
                 "started": running,
-                "restartCount": 0,
+                "restartCount": restarts,
                 "state": {kind: detail},
+                **({"lastState": last_state} if last_state else {}),
             }
         )
     return statuses
@@ -169,9 +178,11 @@ def running_status(
     host_ip: str,
     pod_ip: str,
     containers_started_at: str | None = None,
+    restarts: int = 0,
+    last_state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``started_at`` is the pod's startTime (its admission); its containers may have started later, once their
-    images were pulled (``containers_started_at``)."""
+    images were pulled (``containers_started_at``), or again after a restart (``restarts``, ``last_state``)."""
     ran = containers_started_at or started_at
     return {
         "phase": "Running",
@@ -183,7 +194,56 @@ def running_status(
             _condition("ContainersReady", True, ran),
             _condition("PodScheduled", True, started_at),
         ],
-        "containerStatuses": _container_statuses(pod, running=True, state={"running": {"startedAt": ran}}),
+        "containerStatuses": _container_statuses(
+            pod, running=True, state={"running": {"startedAt": ran}}, restarts=restarts, last_state=last_state
+        ),
+    }
+
+
+def crash_loop_status(
+    pod: dict[str, Any],
+    *,
+    started_at: str,
+    host_ip: str,
+    pod_ip: str,
+    restarts: int,
+    last_terminated: dict[str, Any],
+    backoff_s: float,
+    at: str,
+) -> dict[str, Any]:
+    """A restartPolicy Always (or OnFailure, after a failure) pod whose container ended: still Running, not
+    Ready, its container waiting out the restart back-off (``CrashLoopBackOff``, in the kubelet's words) with
+    how its last run ended."""
+    meta = pod["metadata"]
+    names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+    unready = f"containers with unready status: [{' '.join(names)}]"
+    statuses = _container_statuses(
+        pod,
+        running=False,
+        state={"waiting": {}},
+        restarts=restarts,
+        last_state={"terminated": last_terminated},
+    )
+    for status in statuses:
+        status["state"] = {
+            "waiting": {
+                "reason": "CrashLoopBackOff",
+                "message": f"back-off {backoff_s:.0f}s restarting failed container={status['name']} "
+                f"pod={meta['name']}_{meta['namespace']}({meta['uid']})",
+            }
+        }
+    not_ready = {**_condition("Ready", False, at, "ContainersNotReady"), "message": unready}
+    return {
+        "phase": "Running",
+        **_sandbox(started_at, host_ip, pod_ip),
+        "conditions": [
+            _condition("PodReadyToStartContainers", True, started_at),
+            _condition("Initialized", True, started_at),
+            not_ready,
+            {**_condition("ContainersReady", False, at, "ContainersNotReady"), "message": unready},
+            _condition("PodScheduled", True, started_at),
+        ],
+        "containerStatuses": statuses,
     }
 
 
@@ -236,6 +296,27 @@ def waiting_status(
     }
 
 
+def terminated_state(
+    pod: dict[str, Any],
+    exit_code: int,
+    started_at: str,
+    finished_at: str,
+    message: str = "",
+    reason: str | None = None,
+) -> dict[str, Any]:
+    """A container's ``state.terminated``: the kubelet's reason is Completed or Error unless one is given."""
+    terminated: dict[str, Any] = {
+        "exitCode": exit_code,
+        "reason": reason or ("Completed" if exit_code == 0 else "Error"),
+        "startedAt": started_at,
+        "finishedAt": finished_at,
+        "containerID": f"emulated://{pod['metadata']['uid']}",
+    }
+    if message:
+        terminated["message"] = truncate_message(message)
+    return terminated
+
+
 def terminated_status(
     pod: dict[str, Any],
     *,
@@ -249,18 +330,8 @@ def terminated_status(
 ) -> dict[str, Any]:
     """The pod after its (single) container ended. ``reason`` defaults to the kubelet's: Completed or Error;
     ``pod_reason`` and ``pod_message`` say why the kubelet ended the pod (``DeadlineExceeded``)."""
-    uid = pod["metadata"]["uid"]
     succeeded = exit_code == 0
-    container_reason = reason or ("Completed" if succeeded else "Error")
-    terminated: dict[str, Any] = {
-        "exitCode": exit_code,
-        "reason": container_reason,
-        "startedAt": started_at,
-        "finishedAt": finished_at,
-        "containerID": f"emulated://{uid}",
-    }
-    if message:
-        terminated["message"] = truncate_message(message)
+    terminated = terminated_state(pod, exit_code, started_at, finished_at, message, reason)
     return {
         "phase": "Succeeded" if succeeded else "Failed",
         **({"reason": pod_reason, "message": pod_message} if pod_reason else {}),

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import itertools
 import math
 import os
 import queue
-import random
 import signal
 import subprocess
 import sys
@@ -20,7 +18,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from mrsched.emulator.localimages import local_argv
+from mrsched.emulator.localimages import local_command
 from mrsched.emulator.podcredentials import PodCredentials, token_volumes
 from mrsched.emulator.podstatus import log_fallback
 from mrsched.emulator.runners import NodeUsage, TaskExit
@@ -91,10 +89,6 @@ class ProcessRunner:
         self.data_dir = data_dir
         self.credentials = credentials
         self._mounted: dict[str, str] = {}  # pod key -> the uid of the pod whose volumes mount() filled
-        # Each pod's own loopback address, for what it binds to the wildcard: pods here share this machine's
-        # ports, and two replicas of a server (or a rolling upgrade's surge pod) would collide on 0.0.0.0.
-        self._addresses = itertools.count(1)
-        self._subnet = random.Random().randrange(2, 255)
         self.run_dir = run_dir
         self._wake = wake
         self._kill_grace_s = kill_grace_s
@@ -153,12 +147,16 @@ class ProcessRunner:
         *,
         shuffle_from: Mapping[str, float] | None = None,
         waited_s: float = 0.0,
+        address: str = "",
     ) -> None:
-        """The process waits for its maps itself (the worker's MRSCHED_WAIT_FOR_MAPS): no shuffle model here."""
+        """The process waits for its maps itself (the worker's MRSCHED_WAIT_FOR_MAPS): no shuffle model here. A
+        wildcard bind address it is given becomes the pod's own (``address``, a loopback address): pods here share
+        this machine's ports, and two replicas of a server (or a rolling upgrade's surge pod) would collide on
+        0.0.0.0, where in a cluster each binds its own network namespace."""
         container = pod["spec"]["containers"][0]
         now = time.monotonic()
-        argv = local_argv(container)
-        if not argv:
+        program, args = local_command(container)
+        if not program and not args:
             self._fail_now(
                 pod_key,
                 now,
@@ -174,9 +172,10 @@ class ProcessRunner:
             return
         self._mounted.pop(pod_key, None)
         rewrite = self._paths(pod, container, pod_dir)
-        n = next(self._addresses)
-        address = f"127.{self._subnet}.{(n // 254) & 255}.{n % 254 + 1}"
+        address = address or "127.0.0.1"
         env = {k: address if v == "0.0.0.0" else rewrite(v) for k, v in container_env(pod).items()}
+        # The container's arguments name container paths; the program (and what wraps it) are this machine's.
+        argv = [*program, *(rewrite(a) for a in args)]
         in_cluster = rewrite.tokens.get(SERVICE_ACCOUNT_MOUNT)
         if in_cluster is not None and self.credentials is not None:
             env.update(self.credentials.environment())
@@ -199,7 +198,7 @@ class ProcessRunner:
         try:
             with open(log_path, "wb") as log:
                 popen = subprocess.Popen(
-                    [rewrite(a) for a in argv],
+                    argv,
                     env=env,
                     cwd=workdir,
                     stdout=log,

@@ -66,9 +66,11 @@ class TaskRunner(Protocol):
         *,
         shuffle_from: Mapping[str, float] | None = None,
         waited_s: float = 0.0,
+        address: str = "",
     ) -> None:
         """Start the pod's task; a reduce that waited ``waited_s`` wall seconds for its job's maps fetches its
-        shuffle from ``shuffle_from`` (map output by node; model mode only)."""
+        shuffle from ``shuffle_from`` (map output by node; model mode only); ``address``: the loopback address that
+        stands for the pod's IP here, which its processes bind for the wildcard address (process mode only)."""
         ...
 
     def kill(self, pod_key: str) -> None: ...
@@ -130,6 +132,7 @@ class ModelRunner:
         *,
         shuffle_from: Mapping[str, float] | None = None,
         waited_s: float = 0.0,
+        address: str = "",
     ) -> None:
         with self._lock:
             now_wall = self._clock()
