@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.conftest import HEARTBEAT_S
+from tests.unit.test_dashboard import dashboard_queries
 
 from e2e import outputs
 from e2e.journey import (
@@ -35,6 +36,7 @@ from e2e.journey import (
 )
 from e2e.readme import readme_commands
 from mrsched.core.catalog import ClusterLayout, NodeGroup
+from mrsched.emulator.podstate import loopback_twin
 from mrsched.localcluster.cluster import EmulatorHandle, LocalCluster
 from mrsched.localcluster.dataclaim import DATA_CLAIM, data_claim_manifests
 from mrsched.localcluster.toolchain import Toolchain
@@ -53,6 +55,8 @@ WITHOUT_HELM = "kubectl apply -f manifests/"
 #: README's nodes that run tasks (its `kubectl label node` command names them).
 WORKERS = {"worker-1": "medium", "worker-2": "small"}
 WORKER_LABEL = "mrsched.dev/worker"
+#: The operator's metrics endpoint as the local cluster's Prometheus scrapes it.
+OPERATOR_TARGET = "e2e-operator"
 
 
 @dataclass
@@ -60,6 +64,7 @@ class User:
     shell: Shell
     data: Path  # what the task pods see at /data: the data claim's volume on this machine
     home: Path
+    cluster: LocalCluster
 
 
 @pytest.fixture(scope="module")
@@ -86,12 +91,13 @@ def user(
         claim.write_text(yaml.safe_dump_all(data_claim_manifests(JOBS_NAMESPACE)))
         shell(f"kubectl apply -f {claim}")
         # A job namespace sees its own directory of the claim (mrsched.operator.pods: subPath namespaces/<ns>).
-        yield User(shell, home / "volumes" / "data" / "namespaces" / JOBS_NAMESPACE, home)
+        yield User(shell, home / "volumes" / "data" / "namespaces" / JOBS_NAMESPACE, home, local_cluster)
     finally:
         _clean_up(shell, local_cluster, emulator)
 
 
 def _clean_up(shell: Shell, cluster: LocalCluster, emulator: EmulatorHandle) -> None:
+    cluster.prometheus.remove_target(OPERATOR_TARGET)
     shell(f"helm uninstall {RELEASE} -n {RELEASE_NAMESPACE} --wait --timeout 60s", check=False)
     # What kubectl apply -f manifests/ made, but the CRDs (other tests' jobs are of those kinds).
     shell(
@@ -226,6 +232,31 @@ def test_every_example_runs_and_its_output_is_right(user: User) -> None:
     for name in ("grep", "jio", "pi", "sort", "terasort"):
         assert f"mapreducejob.mrsched.dev/{name} " in listed, listed
 
+    # The chart's dashboard shows it, through the metrics Service's endpoint (the pod's own address, from the
+    # real EndpointSlice controller) scraped by the real Prometheus.
+    (endpoint,) = [
+        f"{loopback_twin(address)}:{port['port']}"  # where the pod's IP is served on this machine
+        for slice_ in user.shell.json(
+            f"kubectl get endpointslices -n {RELEASE_NAMESPACE} -l kubernetes.io/service-name={RELEASE}-metrics"
+        )["items"]
+        for ep in slice_.get("endpoints") or []
+        if (ep.get("conditions") or {}).get("ready")
+        for address in ep["addresses"]
+        for port in slice_["ports"]
+    ]
+    user.cluster.prometheus.add_target(OPERATOR_TARGET, endpoint)
+    queries = dict(dashboard_queries())
+
+    def succeeded_jobs_shown() -> float:
+        result = user.cluster.prometheus.query(queries["Jobs by phase"])
+        return sum(float(r["value"][1]) for r in result if r["metric"].get("phase") == "Succeeded")
+
+    eventually(
+        lambda: succeeded_jobs_shown() >= 7, 60, "the dashboard's jobs panel to count the succeeded jobs"
+    )
+    loads = {r["metric"].get("node") for r in user.cluster.prometheus.query(queries["Load per node"])}
+    assert set(WORKERS) <= loads
+
 
 @pytest.mark.timeout(900)
 def test_helm_upgrade_switches_the_policy_for_new_jobs_while_a_running_job_finishes(user: User) -> None:
@@ -261,6 +292,21 @@ def test_a_leader_killed_mid_job_hands_over_and_the_job_finishes_right(user: Use
     killed, pid = _leader(user)
     os.kill(pid, signal.SIGKILL)  # no goodbye: the standby must wait the Lease out
     eventually(lambda: _leader(user)[0] != killed, 120, "the standby to take the Lease")
+    # The kubelet restarts the killed container in its pod (restartPolicy Always), which now stands by.
+    eventually(
+        lambda: (
+            [
+                s["restartCount"]
+                for p in user.shell.operator_pods()
+                if p["metadata"]["name"] == killed
+                for s in p["status"].get("containerStatuses") or []
+                if "running" in s["state"]
+            ]
+            == [1]
+        ),
+        120,
+        "the killed operator container to run again",
+    )
     user.shell.wait_succeeded("wordcount-failover")
     examples = user.data / "examples"
     outputs.check_wordcount(examples / "text", examples / "wordcount-failover", reduces=2)
