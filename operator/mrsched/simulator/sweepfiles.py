@@ -14,6 +14,7 @@ import pickle
 import shutil
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from mrsched.simulator.run import PlannedRun, RunOutput, run_one
@@ -41,9 +42,7 @@ def write_plan(runs: list[PlannedRun], sweep_dir: Path) -> Path:
         scenario = rerooted.get(id(run.scenario))
         if scenario is None:
             scenario = rerooted[id(run.scenario)] = _rerooted(run.scenario, copy)
-        plan.append(
-            PlannedRun(scenario, run.name, run.seed, run.mode, run.load_state, run.with_bound, run.with_state)
-        )
+        plan.append(replace(run, scenario=scenario))
     path = sweep_dir / PLAN
     _write_atomically(path, pickle.dumps(plan))
     return path
@@ -73,9 +72,7 @@ def read_plan(path: Path) -> list[PlannedRun]:
         scenario = here.get(id(run.scenario))
         if scenario is None:
             scenario = here[id(run.scenario)] = run.scenario.model_copy(update={"base_dir": path.parent})
-        runs.append(
-            PlannedRun(scenario, run.name, run.seed, run.mode, run.load_state, run.with_bound, run.with_state)
-        )
+        runs.append(replace(run, scenario=scenario))
     return runs
 
 
