@@ -55,6 +55,8 @@ WITHOUT_HELM = "kubectl apply -f manifests/"
 #: README's nodes that run tasks (its `kubectl label node` command names them).
 WORKERS = {"worker-1": "medium", "worker-2": "small"}
 WORKER_LABEL = "mrsched.dev/worker"
+#: Who the operator is to the apiserver: the chart's ServiceAccount (release mrsched in mrsched-system).
+SERVICE_ACCOUNT = f"system:serviceaccount:{RELEASE_NAMESPACE}:{RELEASE}"
 #: The operator's metrics endpoint as the local cluster's Prometheus scrapes it.
 OPERATOR_TARGET = "e2e-operator"
 
@@ -159,6 +161,22 @@ def _managers(pods: list[dict[str, Any]]) -> set[str]:
     return {entry["manager"] for pod in pods for entry in pod["metadata"].get("managedFields") or []}
 
 
+def _creators(user: User, pods: list[dict[str, Any]]) -> set[str]:
+    """Who the apiserver authenticated each of ``pods``' creation as (its audit log: AUDIT_POLICY)."""
+    wanted = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods}
+    found: dict[tuple[str, str], str] = {}
+    for line in user.cluster.plane.audit_log.read_text().splitlines():
+        event = json.loads(line)
+        ref = event.get("objectRef") or {}
+        key = (ref.get("namespace", ""), ref.get("name", ""))
+        created = event.get("responseStatus", {}).get("code") == 201
+        pod = event["verb"] == "create" and ref.get("resource") == "pods" and not ref.get("subresource")
+        if pod and created and key in wanted:
+            found[key] = event["user"]["username"]
+    assert set(found) == wanted, f"no audited creation of {sorted(wanted - set(found))}"
+    return set(found.values())
+
+
 def _placement_policies(pods: list[dict[str, Any]]) -> set[str]:
     placed = [json.loads(p["metadata"]["annotations"][PLACEMENT_ANNOTATION]) for p in pods]
     return {p["policy"] for p in placed}
@@ -195,6 +213,8 @@ def test_readme_commands_run_as_written_and_the_operator_pod_runs_the_jobs(user:
     tasks = user.shell.task_pods("wordcount") + user.shell.task_pods("randomtextwriter")
     assert len(tasks) >= 4 + 8 + 2
     assert f"mrsched-{pod_name}-{pid}" in _managers(tasks)
+    # ... authenticated as the chart's ServiceAccount: the apiserver's audit log names who created each pod.
+    assert _creators(user, tasks) == {SERVICE_ACCOUNT}
     assert {t["spec"]["nodeName"] for t in tasks} <= set(WORKERS)
     assert _placement_policies(tasks) == {"fair"}
 
@@ -349,4 +369,6 @@ def test_the_rendered_manifests_install_the_operator_without_helm(user: User) ->
         120,
         "the manifests' operator pod to lead",
     )
-    assert f"mrsched-{pod_name}-{pid}" in _managers(user.shell.task_pods("pi-without-helm"))
+    tasks = user.shell.task_pods("pi-without-helm")
+    assert f"mrsched-{pod_name}-{pid}" in _managers(tasks)
+    assert _creators(user, tasks) == {SERVICE_ACCOUNT}

@@ -55,6 +55,11 @@ class ControlPlane:
     def cluster_dir(self) -> Path:
         return self.kwok_workdir / "clusters" / self.name
 
+    @property
+    def audit_log(self) -> Path:
+        """The apiserver's audit log (:data:`AUDIT_POLICY`): one JSON event per line."""
+        return self.cluster_dir / "logs" / "audit.log"
+
     def pids(self) -> list[int]:
         pid_dir = self.cluster_dir / "pids"
         if not pid_dir.is_dir():
@@ -76,7 +81,32 @@ class ControlPlane:
         )
 
 
-def kwokctl_config(tool: Toolchain, ports: dict[str, int], *, node_grace_s: float) -> dict[str, Any]:
+#: What the apiserver audits: who created and bound pods, and who wrote MapReduceJobs' status (the user each
+#: request authenticated as: e2e/ checks that a job's pods came from the operator's ServiceAccount), at the
+#: Metadata level; nothing else, so that load tests pay for no more than that.
+AUDIT_POLICY: dict[str, Any] = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {
+            "level": "Metadata",
+            "verbs": ["create"],
+            "resources": [{"group": "", "resources": ["pods", "pods/binding"]}],
+        },
+        {
+            "level": "Metadata",
+            "verbs": ["patch", "update"],
+            "resources": [{"group": "mrsched.dev", "resources": ["mapreducejobs/status"]}],
+        },
+        {"level": "None"},
+    ],
+}
+
+
+def kwokctl_config(
+    tool: Toolchain, ports: dict[str, int], *, node_grace_s: float, audit_policy: Path
+) -> dict[str, Any]:
     """kwokctl's configuration: local binaries, loopback everywhere, our ports, kwok limited to its nodes."""
     return {
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
@@ -98,6 +128,7 @@ def kwokctl_config(tool: Toolchain, ports: dict[str, int], *, node_grace_s: floa
             # kwokctl multiplies every heartbeat setting by this factor (default 5): take ours as given.
             "heartbeatFactor": 1.0,
             "disableQPSLimits": True,
+            "kubeAuditPolicy": str(audit_policy),
         },
         "componentsPatches": [
             {
@@ -134,7 +165,11 @@ def start_control_plane(
     workdir.mkdir(parents=True, exist_ok=True)
     ports = {option: free_port() for option in _PORT_OPTIONS}
     config_path = workdir / "kwokctl.yaml"
-    config_path.write_text(yaml.safe_dump(kwokctl_config(tool, ports, node_grace_s=node_grace_s)))
+    audit_policy = workdir / "audit-policy.yaml"
+    audit_policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+    config_path.write_text(
+        yaml.safe_dump(kwokctl_config(tool, ports, node_grace_s=node_grace_s, audit_policy=audit_policy))
+    )
     kubeconfig = workdir / "kubeconfig"
     plane = ControlPlane(
         name, workdir / "kwok", kubeconfig, f"https://127.0.0.1:{ports['kubeApiserverPort']}", ports
