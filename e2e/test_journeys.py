@@ -197,8 +197,12 @@ def test_readme_commands_run_as_written_and_the_operator_pod_runs_the_jobs(user:
                 assert row.split()[0] in out, (command.text, out)
 
     user.shell.wait_succeeded("wordcount")
-    outputs.check_randomtextwriter(user.data / "examples" / "text", maps=4, bytes_per_map=64 << 20)
-    outputs.check_wordcount(user.data / "examples" / "text", user.data / "examples" / "wordcount", reduces=2)
+    text = _example("randomtextwriter")["spec"]
+    outputs.check_randomtextwriter(
+        user.data / "examples" / "text", text["maps"], text["workload"]["parameters"]["bytesPerMap"]
+    )
+    reduces = _example("wordcount")["spec"]["reduces"]
+    outputs.check_wordcount(user.data / "examples" / "text", user.data / "examples" / "wordcount", reduces)
     simulated = json.loads(Path("/tmp/tan/results.json").read_text())
     assert {"fifo", "fair", "coupling"} <= set(json.dumps(simulated).split('"')), "the simulation's policies"
 
@@ -228,26 +232,22 @@ def test_every_example_runs_and_its_output_is_right(user: User) -> None:
     user.shell.wait_succeeded("grep", "jio", "pi", "sort", "terasort", timeout_s=900)
 
     examples = user.data / "examples"
-    grep, jio, pi = _example("grep"), _example("jio"), _example("pi")
-    outputs.check_grep(
-        examples / "text", examples / "grep", pattern=grep["spec"]["workload"]["parameters"]["pattern"]
-    )
-    outputs.check_jio(
-        examples / "text",
-        examples / "jio",
-        output_factor=jio["spec"]["workload"]["parameters"]["outputFactor"],
-    )
+    outputs.check_grep(examples / "text", examples / "grep", pattern=_parameters("grep")["pattern"])
+    outputs.check_jio(examples / "text", examples / "jio", output_factor=_parameters("jio")["outputFactor"])
     outputs.check_pi(
-        examples / "pi", maps=pi["spec"]["maps"], samples=pi["spec"]["workload"]["parameters"]["samples"]
+        examples / "pi", maps=_example("pi")["spec"]["maps"], samples=_parameters("pi")["samples"]
     )
-    outputs.check_randomwriter(examples / "random", maps=4, bytes_per_map=64 << 20)
+    random = _example("randomwriter")["spec"]
+    outputs.check_randomwriter(
+        examples / "random", random["maps"], random["workload"]["parameters"]["bytesPerMap"]
+    )
+    tera = _example("teragen")["spec"]
     outputs.check_teragen(
-        examples / "tera-in", rows=_example("teragen")["spec"]["workload"]["parameters"]["rows"]
+        examples / "tera-in", rows=tera["workload"]["parameters"]["rows"], maps=tera["maps"]
     )
     outputs.check_sort(examples / "random", examples / "sorted", reduces=_example("sort")["spec"]["reduces"])
-    outputs.check_terasort(
-        examples / "tera-in", examples / "tera-out", reduces=_example("terasort")["spec"]["reduces"]
-    )
+    terasort = _example("terasort")["spec"]
+    outputs.check_terasort(examples / "tera-in", examples / "tera-out", reduces=terasort["reduces"])
     listed = user.shell("kubectl get mrj,nodeprofiles,appprofiles")
     for name in ("grep", "jio", "pi", "sort", "terasort"):
         assert f"mapreducejob.mrsched.dev/{name} " in listed, listed
@@ -329,7 +329,8 @@ def test_a_leader_killed_mid_job_hands_over_and_the_job_finishes_right(user: Use
     )
     user.shell.wait_succeeded("wordcount-failover")
     examples = user.data / "examples"
-    outputs.check_wordcount(examples / "text", examples / "wordcount-failover", reduces=2)
+    reduces = _example("wordcount")["spec"]["reduces"]
+    outputs.check_wordcount(examples / "text", examples / "wordcount-failover", reduces)
     # The successor finished it: its field manager wrote the job's status after the handover.
     successor, successor_pid = _leader(user)
     job = user.shell.json(f"kubectl get mrj wordcount-failover -n {JOBS_NAMESPACE} --show-managed-fields")
