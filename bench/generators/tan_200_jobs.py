@@ -98,6 +98,13 @@ HEADER = """# seed 003 (Tan, Meng & Zhang) §III-D, Fig 16: 200 jobs on 62 nodes
 """
 
 
+#: seed 003 §III turned speculation off (the scenario says why, as a switch turned off must).
+SPECULATION_OFF = (
+    '  speculation: {enabled: false, reason: "paper: seed 003 §III, speculative tasks are disabled (they would '
+    'waste slots on a testbed where failures seldom occur)"}'
+)
+
+
 def main() -> None:
     rng = random.Random("tan-200-jobs")
     apps = [app for app, n in COUNTS.items() for _ in range(n)]
@@ -131,6 +138,7 @@ sources:
   mapSlots: 4
   reduceSlots: 2
   heartbeatS: 3
+{SPECULATION_OFF}
 workload:
   jobs:
 {chr(10).join(lines)}

@@ -30,7 +30,10 @@ from mrsched.simulator.calibration import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-NODE = NodeCapability(cores=2, memory_mb=8000, noise_sigma=0.0, cpu_contention=0.3, disk_contention=0.15)
+# A free start-up (share 0), as bench/calibrate.py fits: with Ω on the CPU, Ω and θc would trade off exactly.
+NODE = NodeCapability(
+    cores=2, memory_mb=8000, noise_sigma=0.0, cpu_contention=0.3, disk_contention=0.15, overhead_cpu_share=0.0
+)
 TRUE = {
     "cpu-heavy": AppProfile(cpu_s=3.0, disk_s=0.3, overhead_s=0.4, read_share=0.9),
     "disk-heavy": AppProfile(cpu_s=0.6, disk_s=2.5, overhead_s=0.3, read_share=0.2),

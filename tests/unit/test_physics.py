@@ -29,6 +29,7 @@ CAP = NodeCapability(
     noise_sigma=0.0,
     cpu_contention=0.2,
     disk_contention=0.1,
+    overhead_cpu_share=0.0,  # a free start-up: the closed forms below add Ω; start-up on the CPU is tested apart
 )
 
 
@@ -284,7 +285,7 @@ def test_a_sleeping_task_is_not_runnable_and_sleeps_in_parallel() -> None:
     assert sorted(run_all(model).values()) == pytest.approx([23.0 + 4.0 * 1.2] * 8)
 
 
-# --- start-up that costs CPU (issue 19; off by default until the benchmarks are re-run with it) ---------------
+# --- start-up that costs CPU (issue 19; the default since issue 49, each class its share) --------------------
 
 
 def _startups(cap: NodeCapability, tasks: int) -> tuple[dict[str, float], list[float]]:
@@ -301,7 +302,7 @@ def _startups(cap: NodeCapability, tasks: int) -> tuple[dict[str, float], list[f
 def test_startup_is_a_free_parallel_delay_unless_it_uses_cpu() -> None:
     durations, _ = _startups(CAP, 8)
     assert list(durations.values()) == [pytest.approx(3.0)] * 8  # 8 start-ups on 4 cores: each still Ω
-    on = replace(CAP, overhead_uses_cpu=True)
+    on = replace(CAP, overhead_cpu_share=1.0)
     durations, cpu = _startups(on, 8)
     # 8 consumers on 4 cores: half a core each, over-subscription cost 1 + 0.2 * (8 - 4) / 4 = 1.2.
     assert list(durations.values()) == [pytest.approx(3.0 * 2 * 1.2)] * 8
@@ -310,15 +311,49 @@ def test_startup_is_a_free_parallel_delay_unless_it_uses_cpu() -> None:
     assert durations == {"t0": pytest.approx(3.0)} and cpu == [pytest.approx(3.0)]  # alone: Ω, all CPU
 
 
+def test_a_startup_partly_on_the_cpu_shares_the_cores_by_its_share() -> None:
+    half = replace(CAP, overhead_cpu_share=0.5)
+    durations, _ = _startups(half, 8)  # 8 half-consumers on 4 cores: a core each, Ω as alone
+    assert list(durations.values()) == [pytest.approx(3.0)] * 8
+    durations, _ = _startups(
+        half, 16
+    )  # 8 consumers: half a core each at cost 1.2, the CPU half stretched 2.4x
+    assert list(durations.values()) == [pytest.approx(3.0 * (0.5 + 0.5 * 2.4))] * 16
+    demand = TaskDemand(cpu_s=8.0)
+    assert predicted_duration(half, demand, 7) == pytest.approx(3.0 * (0.5 + 0.5 * 2.4) + 4.0 * 2.4)
+    with pytest.raises(ValueError, match="share of the start-up"):
+        replace(CAP, overhead_cpu_share=1.5)
+
+
+def test_an_ssd_class_has_no_seek_thrashing_and_a_scenario_may_mark_a_class_so() -> None:
+    from mrsched.simulator.scenario import ClusterSpec
+
+    assert node_class("large").capability().disk_contention == 0.0  # the catalog's SSD box
+    assert node_class("small").capability().disk_contention == 0.1  # a hard disk
+    cluster = ClusterSpec.model_validate(
+        {"nodes": [{"class": "small"}, {"class": "medium"}], "storageByClass": {"small": "ssd"}}
+    )
+    assert cluster.node_class(node_class("small")).capability().disk_contention == 0.0
+    assert cluster.node_class(node_class("medium")) == node_class("medium")
+    streams = [TaskDemand(read_mb=100.0)] * 4
+    ssd = cluster.node_class(node_class("small")).capability()
+    hdd = node_class("small").capability()
+    assert max(run_together(replace(ssd, noise_sigma=0.0), streams).values()) < max(
+        run_together(replace(hdd, noise_sigma=0.0), streams).values()
+    )
+    with pytest.raises(ValueError, match="storageByClass names large"):
+        ClusterSpec.model_validate({"nodes": [{"class": "small"}], "storageByClass": {"large": "ssd"}})
+
+
 def test_startup_on_cpu_slows_the_cpu_work_beside_it() -> None:
-    one_core = replace(CAP, cores=1, overhead_s=2.0, overhead_uses_cpu=True)
+    one_core = replace(CAP, cores=1, overhead_s=2.0, overhead_cpu_share=1.0)
     model = NodeModel("n", one_core)
     model.start("busy", TaskDemand(cpu_s=20.0), 0.0)  # Ω 2 s alone, then 10 s of CPU at κc = 2
     model.advance(2.0)
     model.start("starting", TaskDemand(), 2.0)  # its 2 s of start-up take half the core from "busy"
     durations = run_all(model)
     assert durations["busy"] > 12.0 + 1.0  # it lost about the start-up's core time
-    free = replace(one_core, overhead_uses_cpu=False)
+    free = replace(one_core, overhead_cpu_share=0.0)
     model = NodeModel("n", free)
     model.start("busy", TaskDemand(cpu_s=20.0), 0.0)
     model.advance(2.0)
@@ -327,7 +362,7 @@ def test_startup_on_cpu_slows_the_cpu_work_beside_it() -> None:
 
 
 def test_predicted_duration_charges_startup_the_cpu_stretch() -> None:
-    on = replace(CAP, overhead_uses_cpu=True)
+    on = replace(CAP, overhead_cpu_share=1.0)
     demand = TaskDemand(cpu_s=8.0)
     alone = predicted_duration(on, demand, 0)
     assert alone == pytest.approx(run_alone(on, demand)) == pytest.approx(3.0 + 4.0)

@@ -1,5 +1,5 @@
-"""The measured-physics switches of issue 19 (``cluster.physics``): each changes what its docstring says, and
-with every switch off the simulator runs as before (the committed results' physics)."""
+"""The measured-physics switches of issue 19 (``cluster.physics``, every one on by default since issue 49): each
+changes what its docstring says, and with every switch off the simulator runs as it did before them."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from mrsched.policies import make_policy
 from mrsched.simulator.dataflow import DataFlow, base_demand
 from mrsched.simulator.engine import Simulation
 from mrsched.simulator.run import lower_bound
-from mrsched.simulator.scenario import PhysicsOptions, Scenario, load_scenario
+from mrsched.simulator.scenario import PhysicsOptions, Scenario, SpeculationSpec, load_scenario
 from mrsched.simulator.sideflows import Running
 from mrsched.simulator.workload import build_jobs
 
@@ -30,7 +30,15 @@ def scenario(
         "name": "physics-options",
         "source": "test",
         "headline": "test",
-        "cluster": {"nodes": nodes, "mapSlots": 2, "reduceSlots": 1, "physics": physics},
+        "cluster": {
+            "nodes": nodes,
+            "mapSlots": 2,
+            "reduceSlots": 1,
+            # A switch off must say why (PhysicsOptions): here, to compare a switch with its absence.
+            "physics": {**physics, "reason": "test: the switch off"}
+            if False in physics.values()
+            else physics,
+        },
         "workload": {"jobs": jobs},
         "seeds": [1],
     }
@@ -67,15 +75,24 @@ class OnlyOn(Policy):
         return placed
 
 
-def test_measured_turns_every_switch_on_and_the_default_none() -> None:
-    assert PhysicsOptions().enabled() == []
-    assert set(PhysicsOptions.measured().enabled()) == {
+def test_the_default_is_the_measured_physics_and_a_switch_off_must_say_why() -> None:
+    every = {
         "overheadUsesCpu",
         "shuffleWhileMapsRun",
         "remoteReadsLoadReplica",
         "replicaWritesRemote",
         "replayMeasuredTime",
     }
+    assert set(PhysicsOptions().enabled()) == every and PhysicsOptions().disabled() == []
+    assert PhysicsOptions.measured() == PhysicsOptions()
+    assert PhysicsOptions.off().enabled() == [] and set(PhysicsOptions.off().disabled()) == every
+    with pytest.raises(ValueError, match="overheadUsesCpu turned off: say why"):
+        PhysicsOptions.model_validate({"overheadUsesCpu": False})
+    off = PhysicsOptions.model_validate({"overheadUsesCpu": False, "reason": "assumption: a test"})
+    assert off.disabled() == ["overheadUsesCpu"]
+    assert SpeculationSpec().enabled  # Hadoop 1's mapred.map.tasks.speculative.execution = true
+    with pytest.raises(ValueError, match="speculation turned off: say why"):
+        SpeculationSpec.model_validate({"enabled": False})
 
 
 # --- shuffle while maps run ---------------------------------------------------------------------------------
@@ -508,18 +525,19 @@ def test_results_and_reports_say_which_physics_they_ran_with(tmp_path: Path) -> 
 
     jobs = [{"id": "wc", "app": "wordcount", "maps": 4, "reduces": 1}]
     nodes = [{"class": "gupta-new", "count": 2, "rack": "r1"}]
-    committed, _ = run_scenario(scenario(tmp_path, {}, jobs, nodes), policies=["fifo"], seeds=[1])
-    assert "physics" not in committed and "speculation" not in committed
-    assert "Physics:" not in markdown(committed)
-    on = scenario(tmp_path, {"overheadUsesCpu": True, "shuffleWhileMapsRun": True}, jobs, nodes)
-    on = on.model_copy(
-        update={
-            "cluster": on.cluster.model_copy(
-                update={"speculation": on.cluster.speculation.model_copy(update={"enabled": True})}
-            )
-        }
-    )
-    summary, _ = run_scenario(on, policies=["fifo"], seeds=[1])
-    assert summary["physics"] == ["overheadUsesCpu", "shuffleWhileMapsRun"]
-    assert summary["speculation"] == ["fifo", "fair", "capacity"]
-    assert "Physics: physics switches on: `overheadUsesCpu`, `shuffleWhileMapsRun`" in markdown(summary)
+    measured, _ = run_scenario(scenario(tmp_path, {}, jobs, nodes), policies=["fifo"], seeds=[1])
+    assert measured["physics"] == {"on": PhysicsOptions().enabled(), "off": []}
+    assert measured["speculation"] == ["fifo", "fair", "capacity"]
+    text = markdown(measured)
+    assert "the measured physics, every `cluster.physics` switch on" in text
+    assert "speculative execution for fifo, fair, capacity" in text
+    off = scenario(tmp_path, {"overheadUsesCpu": False, "shuffleWhileMapsRun": False}, jobs, nodes)
+    quiet = off.cluster.speculation.model_copy(update={"enabled": False, "reason": "paper: off in seed 003"})
+    off = off.model_copy(update={"cluster": off.cluster.model_copy(update={"speculation": quiet})})
+    summary, _ = run_scenario(off, policies=["fifo"], seeds=[1])
+    assert summary["physics"]["off"] == ["overheadUsesCpu", "shuffleWhileMapsRun"]
+    assert summary["physics"]["reason"] == "test: the switch off"
+    assert summary["speculation"] == [] and summary["speculationOff"] == "paper: off in seed 003"
+    text = markdown(summary)
+    assert "switches off: `overheadUsesCpu`, `shuffleWhileMapsRun` (test: the switch off)" in text
+    assert "no speculative execution (paper: off in seed 003)" in text

@@ -28,13 +28,15 @@ DEFAULT_SOURCES: dict[str, str] = {
     "PhysicsSpec.diskRate": "paper: seed 002 Eq 3.5 and Table 3.1, κd = 1 is the reference machine (machine1-2)",
     "PhysicsSpec.overheadS": "assumption: 1 s task start-up for a class that names no Ω (the seeds give Ω only for "
     "seed 002's machines, 4.8-45 s; a JVM or interpreter starts in about a second)",
+    "PhysicsSpec.overheadCpuShare": "measured: our workers' start-up is CPU work, 0.17 s wall = 0.17 CPU-s "
+    "(`make calibrate`, bench/results/calibration/report.md); a class whose paper says otherwise sets its own",
     "PhysicsSpec.networkMBps": "spec: 1 Gbit/s Ethernet = 125 MB/s, the NIC of the seeds' clusters (seed 000 §V-A)",
     "PhysicsSpec.noiseSigma": "assumption: 5 % log-normal spread of a task's work (seed 002 §3.2.1 learns a σ per "
     "machine but reports none)",
     "PhysicsSpec.cpuContention": "assumption: near dara-8core's 0.22, set from seed 002 Fig 2.5's Pi peak at 12 tasks "
     "on 8 cores; no other seed measures CPU contention",
-    "PhysicsSpec.diskContention": "assumption: seek thrashing of one disk per extra stream; no seed gives a disk-only "
-    "concurrency curve",
+    "PhysicsSpec.diskContention": "assumption: seek thrashing of one hard disk per extra stream (0 for an SSD, "
+    "PhysicsSpec.storage); no seed gives a disk-only concurrency curve",
     "PhysicsSpec.swapPenalty": "assumption: swapping slows work about tenfold (memory vs disk speed); no seed "
     "over-subscribes memory",
     "PhysicsSpec.oomRatio": "assumption: the kernel's OOM killer acts once demand is 1.5x the node's memory (swap "
@@ -64,19 +66,40 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
+#: What a class's disk is. ``ssd``: a flash disk has no head to move, so concurrent streams share its bandwidth
+#: without seek thrashing, and its ``diskContention`` is 0 unless the class sets one. spec: a NAND SSD serves
+#: requests from parallel flash channels with no seek (there is no mechanical positioning to thrash).
+Storage = Literal["hdd", "ssd"]
+#: The seek-thrashing factor of a hard disk when a class names none (``DEFAULT_SOURCES``), and of an SSD.
+HDD_DISK_CONTENTION, SSD_DISK_CONTENTION = 0.1, 0.0
+
+
 class PhysicsSpec(_Strict):
+    """A node class's hidden physics (``NodeCapability``'s fields, by their catalog names)."""
+
+    storage: Storage = "hdd"
     cpu_rate: float = Field(1.0, alias="cpuRate", gt=0)
     disk_rate: float = Field(1.0, alias="diskRate", gt=0)
     overhead_s: float = Field(1.0, alias="overheadS", ge=0)
+    #: The share of Ω that is CPU work (``NodeCapability.overhead_cpu_share``).
+    overhead_cpu_share: float = Field(1.0, alias="overheadCpuShare", ge=0, le=1)
     network_mbps: float = Field(125.0, alias="networkMBps", gt=0)
     noise_sigma: float = Field(0.05, alias="noiseSigma", ge=0)
     cpu_contention: float = Field(0.2, alias="cpuContention", ge=0)
-    disk_contention: float = Field(0.1, alias="diskContention", ge=0)
+    #: None: the storage's (HDD_DISK_CONTENTION, SSD_DISK_CONTENTION).
+    disk_contention: float | None = Field(None, alias="diskContention", ge=0)
     swap_penalty: float = Field(10.0, alias="swapPenalty", ge=0)
     oom_ratio: float = Field(1.5, alias="oomRatio", ge=1)
     #: This node's share of its rack's uplink, MB/s: what a transfer to or from another rack gets. Default:
     #: half the NIC (a 2:1 oversubscribed uplink, common in Hadoop racks of the papers' era). [not in papers]
     cross_rack_mbps: float | None = Field(None, alias="crossRackMBps", gt=0)
+
+    @property
+    def seek_contention(self) -> float:
+        """b of ``NodeCapability.disk_contention``: the class's own, else its storage's."""
+        if self.disk_contention is not None:
+            return self.disk_contention
+        return SSD_DISK_CONTENTION if self.storage == "ssd" else HDD_DISK_CONTENTION
 
     def cross_rack_cost(self) -> float:
         """How many times longer a byte takes from another rack than from the same rack."""
@@ -101,10 +124,11 @@ class NodeClass(_Strict):
             cpu_rate=p.cpu_rate,
             disk_rate=p.disk_rate,
             overhead_s=p.overhead_s,
+            overhead_cpu_share=p.overhead_cpu_share,
             network_mbps=p.network_mbps,
             noise_sigma=p.noise_sigma,
             cpu_contention=p.cpu_contention,
-            disk_contention=p.disk_contention,
+            disk_contention=p.seek_contention,
             swap_penalty=p.swap_penalty,
             oom_ratio=p.oom_ratio,
         )

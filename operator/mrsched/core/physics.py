@@ -79,10 +79,11 @@ class NodeCapability:
     swap_penalty: float = 10.0
     #: assumption: the OOM killer acts at 1.5x the node's memory; no seed reports a kill.
     oom_ratio: float = 1.5
-    #: Whether start-up Ω competes for cores like CPU work (measured: our workers' start-up is CPU work, 0.17 s
-    #: wall = 0.17 CPU-s, `make calibrate`). Off: Ω is a delay every task takes in parallel, for free, which a
-    #: policy that knows it exploits (issue 19); the committed results were run so, until the re-run.
-    overhead_uses_cpu: bool = False
+    #: The share of start-up Ω that is CPU work and competes for cores like it (measured: our workers' start-up
+    #: is all CPU work, 0.17 s wall = 0.17 CPU-s, `make calibrate`); the rest is waiting, which every task does in
+    #: parallel. 0: Ω is a free delay, which a policy that knows it exploits by running more tasks than cores
+    #: (issue 19). A class sets its own where a paper's baseline figure says otherwise (dara-8core).
+    overhead_cpu_share: float = 1.0
     #: Stragglers (heavy-tailed slow attempts, beyond the log-normal noise): the chance that an attempt is one,
     #: and its slowdown, Pareto with this shape (scale 1) capped at ``straggler_max``. Off (0) unless a
     #: scenario's ``cluster.stragglers`` sets them.
@@ -97,6 +98,8 @@ class NodeCapability:
             raise ValueError("cpu_rate, disk_rate and network_mbps must be positive")
         if min(self.overhead_s, self.noise_sigma, self.cpu_contention, self.disk_contention) < 0:
             raise ValueError("overhead_s, noise_sigma and the contention factors must not be negative")
+        if not 0.0 <= self.overhead_cpu_share <= 1.0:
+            raise ValueError("overhead_cpu_share is a share of the start-up: from 0 to 1")
 
 
 @dataclass(frozen=True)
@@ -509,8 +512,8 @@ class NodeModel:
             in_phase[task.phase_index] += 1
             if task.phase_index == _CPU:
                 cpu_threads += task.demand.threads
-        overhead_on_cpu = cap.overhead_uses_cpu
-        consumers: float = cpu_threads + (in_phase[_OVERHEAD] if overhead_on_cpu else 0)
+        share = cap.overhead_cpu_share  # a starting task is this many CPU consumers, on average over its Ω
+        consumers: float = cpu_threads + in_phase[_OVERHEAD] * share
         streams: float = in_phase[_DISK]
         if faults:
             consumers += self.cpu_hog_threads()
@@ -522,9 +525,11 @@ class NodeModel:
         cpu_share = min(1.0, cores / consumers) if consumers else 1.0
         cpu_cost = 1.0 + cap.cpu_contention * max(0.0, consumers - cores) / cores
         disk_share = 1.0 / (streams * (1.0 + cap.disk_contention * (streams - 1))) if streams else 1.0
+        cpu_rate = cpu_share / cpu_cost / swap  # the progress of a second of CPU work that takes a core alone
         rate_of = (
-            # Ω is seconds of this node's own start-up: with a core to itself it takes Ω, sharing it longer.
-            (cpu_share / cpu_cost / swap) if overhead_on_cpu else 1.0 / swap,
+            # Ω is seconds of this node's own start-up: alone it takes Ω; its CPU share s is stretched by the
+            # sharing, its waiting (1 - s) only by swapping (a second of Ω takes (1 - s)·swap + s / cpu_rate).
+            cpu_rate if share >= 1.0 else 1.0 / ((1.0 - share) * swap + share / cpu_rate),
             cap.network_mbps / max(flows, 1) / swap,
             1.0,  # sleeping: wall time, whatever else the node does
             cap.cpu_rate * cpu_share / cpu_cost / swap,
@@ -593,7 +598,7 @@ class NodeModel:
         if streams:
             self.counters.cpu_iowait_s += (cores - rates.busy_cores) * dt * min(1.0, streams / cores)
         held = rates.cpu_share * dt  # core-seconds each CPU consumer holds over the step
-        overhead_on_cpu = self.capability.overhead_uses_cpu
+        share = self.capability.overhead_cpu_share
         for task in self._running.values():
             remaining = task.remaining
             done = (rates.of(task) if threaded else of_phase[task.phase_index]) * dt
@@ -616,13 +621,26 @@ class NodeModel:
             elif phase == _TRANSMIT:
                 self.counters.network_transmit_bytes += done * 1e6
             elif phase == _OVERHEAD:
-                task.usage.cpu_s += held if overhead_on_cpu else OVERHEAD_CPU_SHARE * done
+                # Its CPU share holds a core for as long as the sharing makes it (all of Ω's CPU: ``held``); a
+                # free start-up is accounted at OVERHEAD_CPU_SHARE of its time (its usage report's assumption).
+                task.usage.cpu_s += (
+                    held
+                    if share >= 1.0
+                    else share * done * self._cpu_cost(rates)
+                    if share > 0
+                    else OVERHEAD_CPU_SHARE * done
+                )
         if self.faults and self.disk_hog_streams():
             hog_rate = self.capability.disk_rate * REFERENCE_DISK_MBPS * 1e6
             hog_share = self.disk_hog_streams() / max(streams, _EPS)
             self.counters.disk_written_bytes += (
                 hog_rate * hog_share * dt / (1.0 + self.capability.disk_contention * max(streams - 1, 0))
             )
+
+    def _cpu_cost(self, rates: _Rates) -> float:
+        """Core-seconds held per second of CPU work under ``rates`` (the over-subscription cost)."""
+        rate = rates.of_phase[_CPU] / self.capability.cpu_rate  # cpu_share / cost / swap
+        return rates.cpu_share / rate if rate > 0 else 1.0
 
     def _account_disk(self, task: _Running, done: float) -> None:
         total = task.demand.read_mb + task.demand.write_mb
@@ -683,8 +701,9 @@ def predicted_duration(cap: NodeCapability, demand: TaskDemand, others: int) -> 
     )
     streams = max(1.0, k * (disk_t / busy if busy else 0.0))
     disk_stretch = streams * (1.0 + cap.disk_contention * (streams - 1.0))
-    # Start-up shares the cores too when it is CPU work (the tasks' start-ups overlap one another's CPU work).
-    overhead = (cap.overhead_s if demand.startup else 0.0) * (cpu_stretch if cap.overhead_uses_cpu else 1.0)
+    # Start-up's CPU share shares the cores too (the tasks' start-ups overlap one another's CPU work).
+    share = cap.overhead_cpu_share
+    overhead = (cap.overhead_s if demand.startup else 0.0) * ((1.0 - share) + share * cpu_stretch)
     return (
         overhead
         + demand.network_mb / cap.network_mbps

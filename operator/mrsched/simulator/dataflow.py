@@ -47,8 +47,9 @@ def build_nodes(cluster: ClusterSpec) -> tuple[dict[str, Node], dict[str, NodeCa
     stragglers = cluster.stragglers
     capabilities = {
         n.name: replace(
-            n.node_class.capability(),
-            overhead_uses_cpu=cluster.physics.overhead_uses_cpu,
+            cap := cluster.node_class(n.node_class).capability(),
+            # overheadUsesCpu off: every start-up a free delay, whatever its class's CPU share.
+            overhead_cpu_share=cap.overhead_cpu_share if cluster.physics.overhead_uses_cpu else 0.0,
             straggler_probability=stragglers.probability,
             straggler_shape=stragglers.pareto_shape,
             straggler_max=stragglers.max_slowdown,

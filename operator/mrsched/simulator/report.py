@@ -32,15 +32,25 @@ def _ratio(value: float, reference: float | None) -> str:
 
 
 def _physics(summary: dict[str, Any]) -> list[str]:
-    """What the run's physics was, when not the committed results' (every ``cluster.physics`` switch off)."""
-    parts = []
-    if summary.get("physics"):
-        parts.append("physics switches on: " + ", ".join(f"`{name}`" for name in summary["physics"]))
+    """What the run's physics was: the measured physics (every ``cluster.physics`` switch on) or which switches
+    were off and why; speculation; stragglers."""
+    physics = summary.get("physics")
+    if not isinstance(physics, dict):  # a result written before issue 49: every switch named was on, no other
+        physics = {"on": physics or [], "off": ["(all others)"], "reason": "the physics before issue 49"}
+    parts = [
+        "the measured physics, every `cluster.physics` switch on"
+        if not physics["off"]
+        else "switches off: "
+        + ", ".join(f"`{name}`" for name in physics["off"])
+        + f" ({physics.get('reason', 'no reason recorded')})"
+    ]
     if summary.get("stragglers"):
         parts.append(f"stragglers {summary['stragglers']}")
     if summary.get("speculation"):
-        parts.append("speculative execution for " + ", ".join(summary["speculation"]))
-    return [f"Physics: {'; '.join(parts)} (docs/simulator.md).", ""] if parts else []
+        parts.append("Hadoop 1's speculative execution for " + ", ".join(summary["speculation"]))
+    elif summary.get("speculationOff"):
+        parts.append(f"no speculative execution ({summary['speculationOff']})")
+    return [f"Physics: {'; '.join(parts)} (docs/simulator.md).", ""]
 
 
 def markdown(summary: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from mrsched.simulator.bounds import lower_bound
 from mrsched.simulator.detection import summarise_detection
 from mrsched.simulator.engine import Simulation, SimulationResult
 from mrsched.simulator.fitted import target_fitted_constants
-from mrsched.simulator.scenario import PlacementMode, Scenario, policy_name
+from mrsched.simulator.scenario import ClusterSpec, PlacementMode, Scenario, policy_name
 from mrsched.simulator.workload import build_jobs
 from mrsched.simulator.yarn import YarnSimulation, yarn_scheduler
 
@@ -194,15 +194,22 @@ def build_yarn_simulation(scenario: Scenario, name: str, seed: int, jobs: list[J
     )
 
 
-def _physics_label(scenario: Scenario) -> dict[str, Any]:
-    cluster = scenario.cluster
-    label: dict[str, Any] = {}
-    if cluster.physics.enabled():
-        label["physics"] = cluster.physics.enabled()
+def physics_label(cluster: ClusterSpec) -> dict[str, Any]:
+    """Which physics a run had, as results.json records it (every result says, issue 49): the switches on and
+    off (any off with its reason), the stragglers when any, and which policies ran speculative execution."""
+    physics = cluster.physics
+    label: dict[str, Any] = {
+        "physics": {
+            "on": physics.enabled(),
+            "off": physics.disabled(),
+            **({"reason": physics.reason} if physics.disabled() else {}),
+        },
+        "speculation": cluster.speculation.policies if cluster.speculation.enabled else [],
+    }
+    if not cluster.speculation.enabled:
+        label["speculationOff"] = cluster.speculation.reason
     if cluster.stragglers.probability > 0:
         label["stragglers"] = cluster.stragglers.model_dump(by_alias=True)
-    if cluster.speculation.enabled:
-        label["speculation"] = cluster.speculation.policies
     return label
 
 
@@ -328,8 +335,8 @@ def run_scenario(
         "targetFitted": target_fitted_constants(scenario),
         "mode": mode,
         "concurrency": scenario.cluster.concurrency,
-        # The physics switches and Hadoop options it ran with, when any is on (absent: the committed physics).
-        **_physics_label(scenario),
+        # The physics it ran with: the switches on and off, speculation, stragglers.
+        **physics_label(scenario.cluster),
         "seeds": seeds,
         "policies": {},
     }

@@ -37,7 +37,15 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from mrsched.core.catalog import CatalogError, NodeClass, NodeGroup, application, expand_layout, node_classes
+from mrsched.core.catalog import (
+    CatalogError,
+    NodeClass,
+    NodeGroup,
+    Storage,
+    application,
+    expand_layout,
+    node_classes,
+)
 from mrsched.core.model import UNCAPPED
 
 
@@ -186,39 +194,70 @@ MODES: tuple[PlacementMode, ...] = ("hadoop", "kubernetes")
 
 
 class PhysicsOptions(_Strict):
-    """Switches for the physics that issue 19 measures, each off by default until every committed result is
-    re-run with it (a results table states the switches its runs used). ``PhysicsOptions.measured()`` turns
-    all of them on.
+    """The measured physics of issue 19, every part on by default: what each changes and its source. A scenario
+    may turn one off, saying why in its ``sources`` (``cluster.physics.<alias>``); ``PhysicsOptions.off()`` is the
+    physics every result was run under before issue 49 (each switch off), kept for ``make bench-physics``.
 
     * ``overheadUsesCpu``: start-up Ω competes for the node's cores like CPU work
-      (``NodeCapability.overhead_uses_cpu``), as `make calibrate` measures our workers' start-up (0.17 s wall,
-      0.17 CPU-s); off, Ω is a free delay every task takes in parallel.
+      (``NodeCapability.overhead_uses_cpu``). measured: our workers' start-up is CPU work, 0.17 s wall =
+      0.17 CPU-s (`make calibrate`, bench/results/calibration/report.md). Off, Ω is a free delay every task
+      takes in parallel.
     * ``shuffleWhileMapsRun``: a reduce placed before its job's maps are done copies each finished map's
-      output over the network at once, as Hadoop's shuffle does from slow-start on; off, it idles until the
+      output over the network at once. spec: Hadoop 1's ReduceTask copier fetches each map's output as the
+      map completes, from slow-start on (``mapred.reduce.slowstart.completed.maps``). Off, it idles until the
       last map ends and then fetches everything.
     * ``remoteReadsLoadReplica``: a map that reads its split over the network also reads it from the disk of
-      the replica it reads from (a node of its rack when there is one); off, the bytes come from nowhere.
+      the replica it reads from (a node of its rack when there is one). spec: an HDFS DataNode serves a
+      remote read from its own disk (``BlockSender``). Off, the bytes come from nowhere.
     * ``replicaWritesRemote``: of a profile whose writes hold several HDFS copies (``writeReplicas``, jio's
-      three), the writer's disk writes one and other nodes receive and write the rest (HDFS's default
-      placement: the second copy on another rack, the third beside the second); off, its disk writes all.
+      three), the writer's disk writes one and other nodes receive and write the rest. spec: HDFS's default
+      block placement, the second copy on another rack, the third beside the second, written along the
+      pipeline. Off, its disk writes all.
     * ``replayMeasuredTime``: a trace's container time is the container's duration on the trace's reference
-      node (κc = 1), scaled only by the node's speed: no start-up, disk or network work added on top; off, it
-      is CPU work to which the profile's start-up, disk I/O and remote reads are added.
+      node (κc = 1), scaled only by the node's speed: no start-up, disk or network work added on top. spec:
+      an SLS or Rumen trace records each container's run time, which already holds its start-up and I/O.
+      Off, it is CPU work to which the profile's start-up, disk I/O and remote reads are added.
     """
 
-    overhead_uses_cpu: bool = Field(False, alias="overheadUsesCpu")
-    shuffle_while_maps_run: bool = Field(False, alias="shuffleWhileMapsRun")
-    remote_reads_load_replica: bool = Field(False, alias="remoteReadsLoadReplica")
-    replica_writes_remote: bool = Field(False, alias="replicaWritesRemote")
-    replay_measured_time: bool = Field(False, alias="replayMeasuredTime")
+    overhead_uses_cpu: bool = Field(True, alias="overheadUsesCpu")
+    shuffle_while_maps_run: bool = Field(True, alias="shuffleWhileMapsRun")
+    remote_reads_load_replica: bool = Field(True, alias="remoteReadsLoadReplica")
+    replica_writes_remote: bool = Field(True, alias="replicaWritesRemote")
+    replay_measured_time: bool = Field(True, alias="replayMeasuredTime")
+    #: Why a switch is off: required then (a departure from the measured physics is stated), with its source.
+    reason: str | None = None
+
+    @model_validator(mode="after")
+    def _off_says_why(self) -> PhysicsOptions:
+        if self.disabled() and not self.reason:
+            raise ValueError(f"{', '.join(self.disabled())} turned off: say why in cluster.physics.reason")
+        return self
+
+    @classmethod
+    def switches(cls) -> list[str]:
+        return [name for name in cls.model_fields if name != "reason"]
 
     @classmethod
     def measured(cls) -> PhysicsOptions:
-        return cls(**{name: True for name in cls.model_fields})
+        """Every switch on: the default."""
+        return cls()
+
+    @classmethod
+    def off(cls, reason: str = "the physics before issue 49, for comparison") -> PhysicsOptions:
+        """Every switch off: the physics of the results before issue 49, for comparison only."""
+        return cls(**dict.fromkeys(cls.switches(), False), reason=reason)
+
+    def _aliases(self, on: bool) -> list[str]:
+        fields = type(self).model_fields
+        return [fields[name].alias or name for name in self.switches() if getattr(self, name) is on]
 
     def enabled(self) -> list[str]:
         """The aliases of the switches that are on (what a results table prints)."""
-        return [field.alias or name for name, field in type(self).model_fields.items() if getattr(self, name)]
+        return self._aliases(True)
+
+    def disabled(self) -> list[str]:
+        """The aliases of the switches that are off (a results table names them: a departure from the default)."""
+        return self._aliases(False)
 
 
 class StragglerSpec(_Strict):
@@ -236,13 +275,22 @@ class SpeculationSpec(_Strict):
     for the policies listed: a running map gets a second attempt on another node with a free map slot when it
     has run ``lagS`` or more and its progress is ``gap`` or more behind its job's average map progress (finished
     maps count 1, pending 0), and no other attempt of it runs; the first attempt to finish wins and the other
-    is killed. Off unless a scenario turns it on (Hadoop 1 turns it on by default:
-    ``mapred.map.tasks.speculative.execution``)."""
+    is killed. On by default, as in Hadoop 1 (``mapred.map.tasks.speculative.execution`` = true,
+    mapred-default.xml); a scenario whose paper turned it off says so (seed 003 §V). Maps only: reduces'
+    speculation (``mapred.reduce.tasks.speculative.execution``, also true) is not modelled."""
 
-    enabled: bool = False
+    enabled: bool = True
     policies: list[str] = Field(default_factory=lambda: ["fifo", "fair", "capacity"])
     lag_s: float = Field(60.0, alias="lagS", ge=0)
     gap: float = Field(0.2, ge=0, le=1)
+    #: Why it is off: required then, with its source (seed 003 §V turned it off).
+    reason: str | None = None
+
+    @model_validator(mode="after")
+    def _off_says_why(self) -> SpeculationSpec:
+        if not self.enabled and not self.reason:
+            raise ValueError("speculation turned off: say why in cluster.speculation.reason")
+        return self
 
 
 class YarnSpec(_Strict):
@@ -265,13 +313,16 @@ class ClusterSpec(_Strict):
     #: Slots per node class: a heterogeneous cluster's TaskTrackers are configured per machine (an 8-core
     #: machine is not given a 2-core machine's slots). Each scenario says where its counts come from.
     slots_by_class: dict[str, SlotsSpec] = Field(default_factory=dict, alias="slotsByClass")
+    #: The disk of a catalog class's nodes in this scenario, where it differs from the catalog's (``hdd``): a
+    #: class marked ``ssd`` gets no seek thrashing unless its physics names a ``diskContention``.
+    storage_by_class: dict[str, Storage] = Field(default_factory=dict, alias="storageByClass")
     heartbeat_s: float = Field(3.0, alias="heartbeatS", gt=0)  # Hadoop 1's minimum TaskTracker heartbeat
     #: How many tasks a node runs at once. ``slots``: the fixed map and reduce slots above (Hadoop 1, as the
     #: papers ran; kept for reproducing them). ``requests``: Kubernetes' rule, as the operator runs by default:
     #: a node takes pods while their requests (``cpuRequest``, ``memoryRequestMB``) fit its cores and memory,
     #: maps and reduces from one allocatable, and a policy may run fewer; the slot settings are then unused.
     concurrency: Concurrency = "slots"
-    #: Which of the measured-physics changes of issue 19 the run uses (each off: the committed results' physics).
+    #: The measured physics (issue 19), every switch on unless the scenario turns one off and says why.
     physics: PhysicsOptions = Field(default_factory=lambda: PhysicsOptions())
     stragglers: StragglerSpec = Field(default_factory=lambda: StragglerSpec())
     speculation: SpeculationSpec = Field(default_factory=lambda: SpeculationSpec())
@@ -280,6 +331,13 @@ class ClusterSpec(_Strict):
     #: node, on which its container times replay exactly. A name may not shadow a catalog class.
     node_classes: dict[str, NodeClass] = Field(default_factory=dict, alias="nodeClasses")
     yarn: YarnSpec = Field(default_factory=lambda: YarnSpec())
+
+    def node_class(self, cls: NodeClass) -> NodeClass:
+        """A node's class as this scenario runs it: the catalog's, with its disk as ``storageByClass`` says."""
+        storage = self.storage_by_class.get(cls.name)
+        if storage is None or storage == cls.physics.storage:
+            return cls
+        return cls.model_copy(update={"physics": cls.physics.model_copy(update={"storage": storage})})
 
     def slots(self, node_class: str) -> tuple[int, int]:
         """(map, reduce) slots of a node of ``node_class``; by requests, uncapped (its allocatable binds)."""
@@ -326,9 +384,10 @@ class ClusterSpec(_Strict):
     @model_validator(mode="after")
     def _classes_present(self) -> ClusterSpec:
         present = {group.node_class for group in self.nodes}
-        unknown = sorted(set(self.slots_by_class) - present)
-        if unknown:
-            raise ValueError(f"slotsByClass names {', '.join(unknown)}: no node group has that class")
+        for key, named in (("slotsByClass", self.slots_by_class), ("storageByClass", self.storage_by_class)):
+            unknown = sorted(set(named) - present)
+            if unknown:
+                raise ValueError(f"{key} names {', '.join(unknown)}: no node group has that class")
         counts = Counter(node.name for node in expand_layout(self.nodes))
         repeated = sorted(name for name, n in counts.items() if n > 1)
         if repeated:
