@@ -439,11 +439,15 @@ class SchedulingLoop:
         return pods
 
     def _unbound(self, jobs: list[tuple[JobState, Job]]) -> list[dict[str, Any]]:
-        """kube-default: a pod per pending task, left to kube-scheduler (reduces after slow-start)."""
+        """kube-default: a pod per pending task, left to kube-scheduler. Reduce pods come after slow-start and
+        once no map pod of the job waits for a node (:func:`maps_all_bound`): kube-scheduler knows nothing of
+        a reduce waiting for its maps, so reduce pods created at slow-start would take the nodes from the maps
+        they wait for (issue 49: seed 003's 22 jobs deadlocked so, 60 reduces on 60 cores)."""
         pods = []
         for state, job in jobs:
             explanation = Explanation(KUBE_DEFAULT, 0.0, "placed by kube-scheduler (default schedulerName)")
-            for task in (*job.maps, *(job.reduces if job.reduces_allowed() else ())):
+            reduces = job.reduces if job.reduces_allowed() and maps_all_bound(state) else ()
+            for task in (*job.maps, *reduces):
                 if task.pending:
                     attempt = state.tasks[(task.kind, task.index)].next_attempt
                     pods.append(
@@ -458,3 +462,10 @@ class SchedulingLoop:
                         )
                     )
         return pods
+
+
+def maps_all_bound(state: JobState) -> bool:
+    """Every map of the job has succeeded or has a live pod bound to a node: none waits for kube-scheduler.
+    As Hadoop 2's MapReduce ApplicationMaster, which ramps reduces up in full only once no map waits for a
+    container (``RMContainerAllocator.scheduleReduces``) and preempts reduces that starve the maps."""
+    return all(ts.succeeded or any(a.live and a.node for a in ts.attempts) for ts in state.of("map"))

@@ -1,20 +1,35 @@
 """kube-default: what kube-scheduler's default profile does with these pods, for comparison.
 
-No slots: pods are placed pod by pod (in job submission order, maps before reduces, reduces after slow-start)
-on nodes whose allocatable CPU and memory still fit their requests beside every other pod's
-(``ClusterSnapshot.reserved``), scored as kube-scheduler scores them with
-its default plugins' weights: NodeResourcesFit with LeastAllocated (mean over CPU and memory of
+No slots: each task is a pod, created when the operator would create it (a job's maps when it arrives, its
+reduces at slow-start, a retry when its task is pending again) and popped in kube-scheduler's queue order
+(:mod:`mrsched.policies.kube_queue`: PrioritySort by priority then queue-entry time, a failed pod parked until a
+pod ends, with the real back-off). Each pod goes on a node whose allocatable CPU and memory still fit its
+requests beside every other pod's (``ClusterSnapshot.reserved``), scored as kube-scheduler scores them with its
+default plugins' weights: NodeResourcesFit with LeastAllocated (mean over CPU and memory of
 (allocatable − requested) / allocatable × 100) plus NodeResourcesBalancedAllocation ((1 − std of the two
 fractions) × 100). The best score wins; ties are broken at random, as kube-scheduler does. It knows nothing of
-data locality or node speed. On a live cluster the operator uses the real kube-scheduler instead.
+data locality or node speed. On a live cluster the operator uses the real kube-scheduler instead;
+``make bench-kube-peer`` checks this one against it on the same pod stream.
+
+In hadoop mode a heartbeat offers one node: the pods are tried in queue order on it, and one that does not fit
+that node is no failed attempt (other nodes were not offered), so the queue keeps its place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement, Resources, Task
+from mrsched.core.model import (
+    ClusterSnapshot,
+    Explanation,
+    Job,
+    Node,
+    Placement,
+    Resources,
+    Task,
+    TaskOutcome,
+    pending_of,
+)
 from mrsched.core.policy import Policy, register
+from mrsched.policies.kube_queue import SchedulingQueue
 from mrsched.policies.pending import PendingTasks
 
 
@@ -24,6 +39,11 @@ def requested(snapshot: ClusterSnapshot, node: str) -> tuple[float, float]:
     free_cpu, free_memory = snapshot.unrequested(node)
     n = snapshot.nodes[node]
     return n.cores - free_cpu, n.memory_mb - free_memory
+
+
+def _fits(node: Node, used: tuple[float, float], req: Resources) -> bool:
+    """NodeResourcesFit's filter: the pod's requests fit beside what is requested on the node."""
+    return used[0] + req.cpu <= node.cores + 1e-9 and used[1] + req.memory_mb <= node.memory_mb + 1e-9
 
 
 def score(cpu_cap: float, mem_cap: float, cpu_used: float, mem_used: float) -> float:
@@ -36,38 +56,77 @@ def score(cpu_cap: float, mem_cap: float, cpu_used: float, mem_used: float) -> f
 @register
 class KubeDefault(Policy):
     name = "kube-default"
-    idle_when_nothing_pending = True  # stateless: its queue is the pending pods, its tie-break draws per pod
+    idle_when_nothing_pending = True  # its queue is the pending tasks' pods; an idle round creates none
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._pending = PendingTasks()
+        self._queue = SchedulingQueue()
+        #: Jobs whose map pods, and whose reduce pods, the operator has created (once each); tasks to give a
+        #: new pod because their attempt failed or was lost (a retry's pod).
+        self._maps_created: set[str] = set()
+        self._reduces_created: set[str] = set()
+        self._retries: list[Task] = []
 
-    def _queue(self, jobs: list[Job]) -> Iterator[tuple[Task, Resources]]:
-        """Pods in kube-scheduler's queue order here: job priority, then submission; maps, then reduces."""
-        for job in sorted(jobs, key=lambda j: (-j.priority, j.submit_s)):
-            for task in self._pending.of(job, "map"):
-                yield task, job.map_request
-            if job.reduces_allowed():
+    def _create_pods(self, jobs: list[Job], now: float) -> int:
+        """How many pods the operator creates now (``operator/loop.py:_unbound``), in submission order: a job's map pods
+        when it arrives; its reduce pods once slow-start allows and none of its maps waits for a node (its maps
+        all bound or done: ``maps_all_bound``); a retried task's pod when its task is pending again."""
+        queued = len(self._queue)
+        for job in jobs:
+            request = job.map_request
+            if job.id not in self._maps_created:
+                self._maps_created.add(job.id)
+                for task in self._pending.of(job, "map"):
+                    self._queue.add(task, job.priority, request, now)
+            if job.id not in self._reduces_created and job.reduces_allowed() and pending_of(job, "map") == 0:
+                self._reduces_created.add(job.id)
                 for task in self._pending.of(job, "reduce"):
-                    yield task, job.reduce_request
+                    self._queue.add(task, job.priority, job.reduce_request, now)
+        retries, self._retries = self._retries, []
+        for task in retries:
+            if not task.pending:
+                continue
+            of = next((j for j in jobs if j.id == task.job_id), None)
+            if of is None or (task.kind == "reduce" and of.id not in self._reduces_created):
+                continue  # its job is gone, or its reduces are not due yet (they come all together)
+            request = of.map_request if task.kind == "map" else of.reduce_request
+            self._queue.add(task, of.priority, request, now)
+        return len(self._queue) - queued
+
+    def on_task_finished(self, outcome: TaskOutcome) -> None:
+        self._queue.assigned_pod_deleted()  # its pod is terminal: the scheduler's informer deletes it
+        if not outcome.succeeded:
+            self._retries.append(outcome.task)
+
+    def on_task_requeued(self, task: Task) -> None:
+        self._retries.append(task)
 
     def on_job_finished(self, job: Job, now: float) -> None:
         self._pending.forget(job.id)
+        self._queue.forget(t.key for t in job.maps + job.reduces)
+        self._maps_created.discard(job.id)
+        self._reduces_created.discard(job.id)
 
     def schedule_round(self, snapshot: ClusterSnapshot, nodes: list[str]) -> list[Placement]:
         """Pods in queue order onto the offered ``nodes`` only: every node in a cluster-wide round (kubernetes
         mode, as kube-scheduler sees the cluster), the heartbeating node in hadoop mode (the same decision
         opportunities as the slot policies)."""
+        now = snapshot.now
+        self._create_pods(snapshot.jobs, now)
         offered = {name: snapshot.nodes[name] for name in nodes if name in snapshot.nodes}
         used = {name: requested(snapshot, name) for name in offered}
-        placements = []
-        for task, req in self._queue(snapshot.jobs):
+        requests = {job.id: (job.map_request, job.reduce_request) for job in snapshot.jobs}
+        placements: list[Placement] = []
+
+        def bind(task: Task, priority: int, failures: int) -> bool:
+            req = requests[task.job_id][0 if task.kind == "map" else 1]
             best: list[str] = []
             best_score, runner_up = -1.0, None
             for name, node in offered.items():
-                cpu, mem = used[name]
-                if cpu + req.cpu > node.cores + 1e-9 or mem + req.memory_mb > node.memory_mb + 1e-9:
+                if not _fits(node, used[name], req):
                     continue
+                cpu, mem = used[name]
                 s = score(node.cores, node.memory_mb, cpu + req.cpu, mem + req.memory_mb)
                 if s > best_score + 1e-9:
                     runner_up = best[0] if best else runner_up
@@ -75,19 +134,34 @@ class KubeDefault(Policy):
                 elif abs(s - best_score) <= 1e-9:
                     best.append(name)
             if not best:
-                break  # the head pod fits nowhere offered: later pods wait too (FIFO queue order)
+                return False
             chosen = self.rng.choice(best)
-            placement = Placement(
-                task,
-                chosen,
-                Explanation(
-                    self.name, best_score, "highest LeastAllocated + BalancedAllocation score", runner_up
-                ),
+            why = (
+                "highest LeastAllocated + BalancedAllocation score; popped by PrioritySort "
+                f"(priority {priority}, after {failures} failed attempts)"
             )
+            placement = Placement(task, chosen, Explanation(self.name, best_score, why, runner_up))
             snapshot.commit(placement)
             cpu, mem = used[chosen]
             used[chosen] = (cpu + req.cpu, mem + req.memory_mb)
             placements.append(placement)
+            return True
+
+        if len(offered) == len(snapshot.nodes):  # a cluster-wide round: kube-scheduler's view
+            self._queue.schedule(now, bind)
+            # The bindings are watch events for the operator, whose next round (milliseconds later) creates the
+            # reduce pods that the last maps' bindings made due; kube-scheduler tries them at once.
+            while placements and self._create_pods(snapshot.jobs, now):
+                self._queue.schedule(now, bind)
+            return placements
+        # A hadoop-mode heartbeat offers one node: the pods in queue order, none counted failed (the other nodes
+        # were not offered), until the node has room for no job's pod.
+        smallest = [r for pair in requests.values() for r in pair]
+        for task in self._queue.in_order():
+            if not any(_fits(node, used[name], r) for name, node in offered.items() for r in smallest):
+                break
+            if bind(task, 0, 0):
+                self._queue.forget([task.key])
         return placements
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
