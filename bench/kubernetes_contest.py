@@ -31,6 +31,7 @@ from typing import Any
 from swim_cut import SWIM_DAY, four_hours
 
 from mrsched.core.catalog import expand_layout
+from mrsched.simulator.parity import share_offline_inputs
 from mrsched.simulator.run import build_simulation, lower_bound, summarise
 from mrsched.simulator.scenario import Scenario, load_scenario
 from mrsched.simulator.workload import build_jobs
@@ -84,9 +85,12 @@ def load_contest_scenario(name: str) -> Scenario:
     return four_hours(scenario) if name == SWIM_DAY else scenario
 
 
-def contest_scenario(name: str) -> tuple[Scenario, list[str]]:
-    """A scenario of bench/scenarios in the contest's mode (concurrency by requests), and its data nodes."""
+def contest_scenario(name: str, labels: list[str] | None = None) -> tuple[Scenario, list[str]]:
+    """A scenario of bench/scenarios in the contest's mode (concurrency by requests), with every offline input
+    one contest policy is given (DARA's α) given to each other that can use it (mrsched.simulator.parity), and
+    its data nodes."""
     scenario = load_contest_scenario(name).with_concurrency("requests")
+    scenario, _ = share_offline_inputs(scenario, labels or policies_for(scenario))
     return scenario, [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
 
 

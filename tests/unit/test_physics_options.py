@@ -541,3 +541,30 @@ def test_results_and_reports_say_which_physics_they_ran_with(tmp_path: Path) -> 
     text = markdown(summary)
     assert "switches off: `overheadUsesCpu`, `shuffleWhileMapsRun` (test: the switch off)" in text
     assert "no speculative execution (paper: off in seed 003)" in text
+
+
+def test_an_offline_input_one_policy_is_given_every_policy_that_can_use_it_is_given(tmp_path: Path) -> None:
+    from mrsched.simulator.parity import offline_inputs, share_offline_inputs
+
+    sc = scenario(tmp_path, {}, _ONE_MAP, [{"class": "gupta-new", "count": 1, "rack": "r1"}])
+    alphas = {"gupta-new": [0.05, 0.002]}
+    sc = sc.model_copy(
+        update={
+            "policy_options": {
+                "dara": {"alphas": alphas},
+                "diagnosis:own": {"alphas": {"gupta-new": [1, 1]}},
+            },
+            "sources": {"policyOptions.dara.alphas": "target-fitted: a test's α"},
+        }
+    )
+    labels = ["fifo", "dara", "diagnosis", "diagnosis:own", "diagnosis:wide", "throughput"]
+    shared, notes = share_offline_inputs(sc, labels)
+    assert notes == ["`alphas` of `dara` given to `diagnosis` as well"]
+    assert shared.options_for("diagnosis") == {"alphas": alphas}
+    assert shared.options_for("diagnosis:wide") == {"alphas": alphas}  # through its bare policy's options
+    assert shared.options_for("diagnosis:own") == {"alphas": {"gupta-new": [1, 1]}}  # its own value kept
+    assert shared.options_for("fifo") is None  # FIFO takes no α
+    assert shared.sources["policyOptions.diagnosis.alphas"].startswith("target-fitted: a test's α")
+    given = offline_inputs(shared, labels)
+    assert given["diagnosis"] == ["alphas"] and given["throughput"] == ["probes"] and given["fifo"] == []
+    assert share_offline_inputs(sc, ["fifo", "throughput"]) == (sc, [])

@@ -22,6 +22,7 @@ from mrsched.simulator.bounds import lower_bound
 from mrsched.simulator.detection import summarise_detection
 from mrsched.simulator.engine import Simulation, SimulationResult
 from mrsched.simulator.fitted import target_fitted_constants
+from mrsched.simulator.parity import offline_inputs, share_offline_inputs
 from mrsched.simulator.scenario import ClusterSpec, PlacementMode, Scenario, policy_name
 from mrsched.simulator.workload import build_jobs
 from mrsched.simulator.yarn import YarnSimulation, yarn_scheduler
@@ -327,6 +328,8 @@ def run_scenario(
     policies = policies or scenario.policies
     seeds = seeds or scenario.seeds
     mode = mode or scenario.modes[0]
+    # Like for like: an offline input one policy is given (DARA's α), every policy that can use it is given.
+    scenario, shared = share_offline_inputs(scenario, policies)
     out: dict[str, Any] = {
         "scenario": scenario.name,
         "source": scenario.source,
@@ -337,6 +340,9 @@ def run_scenario(
         "concurrency": scenario.cluster.concurrency,
         # The physics it ran with: the switches on and off, speculation, stragglers.
         **physics_label(scenario.cluster),
+        # What each policy was given before the run, and what was shared for parity (mrsched.simulator.parity).
+        "offlineInputs": offline_inputs(scenario, policies),
+        **({"parity": shared} if shared else {}),
         "seeds": seeds,
         "policies": {},
     }
