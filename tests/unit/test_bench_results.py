@@ -1,4 +1,4 @@
-"""Every committed benchmark result is like-for-like and its bounds are bounds.
+"""Every committed benchmark result is like-for-like, says which physics it ran, and its bounds are bounds.
 
 Reads bench/results/<mode>/<scenario>/results.json as ``make bench`` writes them: each names the placement mode
 it ran in (and sits under that mode's directory), no policy is called an oracle, the lower bound is at or below
@@ -54,6 +54,28 @@ def test_lower_bound_holds_for_every_policy_and_seed(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_the_mean_job_time_bound_holds_and_the_makespan_bound_is_at_least_the_old_one(path: Path) -> None:
+    """Every result was run with the bounds of issue 49: the mean-job-time bound at or below every policy's mean
+    job time on every seed in which no job failed (a failed job leaves the mean), and the makespan bound at
+    least the bound of before issue 49 (``old_makespan_s``, its formula on the same jobs and physics)."""
+    result = _load(path)
+    for bound in result["lower_bound_per_seed"]:
+        assert bound["makespan_s"] >= bound["old_makespan_s"] - 1e-6, bound
+    for name, policy in result["policies"].items():
+        for bound, run in zip(result["lower_bound_per_seed"], policy["per_seed"], strict=True):
+            if run["failed_jobs"] == 0:
+                assert bound["mean_job_time_s"] <= run["mean_job_time_s"] + 1e-6, (name, bound, run)
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_every_result_says_which_physics_it_ran(path: Path) -> None:
+    result = _load(path)
+    assert set(result["physics"]) >= {"on", "off"}
+    assert not result["physics"]["off"] or result["physics"].get("reason")
+    assert isinstance(result["speculation"], list)
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
 def test_capacity_is_reported_only_where_it_differs_from_fifo(path: Path) -> None:
     result = _load(path)
     policies = result["policies"]
@@ -93,3 +115,6 @@ def test_the_contests_lower_bound_holds_for_every_policy(path: Path) -> None:
     assert "kube-default" in ran
     for name, policy in ran.items():
         assert policy["makespan_s"] >= bound - 1e-6, (name, policy["makespan_s"], bound)
+        if policy.get("failed_jobs", 0) == 0:
+            assert policy["mean_job_time_s"] >= run["lower_bound"]["mean_job_time_s"] - 1e-6, name
+    assert run["lower_bound"]["makespan_s"] >= run["lower_bound"]["old_makespan_s"] - 1e-6

@@ -1,98 +1,246 @@
-"""Lower bounds on a workload's makespan: no schedule, under any policy or placement mode, finishes sooner."""
+"""Lower bounds on a workload's makespan and mean job time: no schedule, under any policy of a placement mode, does
+better (issue 49: tight, and still bounds)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
 from mrsched.core.model import Job, Node, Resources, pods_that_fit
-from mrsched.core.physics import NodeCapability, isolated_duration, noise_factor
-from mrsched.simulator.dataflow import base_demand
+from mrsched.core.physics import NodeCapability
+from mrsched.simulator.bound_capacity import Pieces, Resource, capacity_bound, per_job
+from mrsched.simulator.bound_tasks import TaskTimes, task_times, to_heartbeats, total_response_bound
 from mrsched.simulator.engine import Simulation
 
 
-def lower_bound(sim: Simulation, jobs: list[Job]) -> dict[str, float]:
-    """No schedule, under any policy and in either placement mode, can finish before either bound (and, when every
-    node's concurrency is by requests, the slot bound: :func:`slot_bound`):
+def lower_bound(sim: Simulation, jobs: list[Job], *, mode: str | None = None) -> dict[str, float]:
+    """Lower bounds on the makespan and on the mean job time that no schedule beats, under any policy of the
+    run's placement ``mode`` (default the simulation's; ``yarn``: no capacity rule of ours holds there):
 
-    * work: everything from the first submission on, with the cluster's whole CPU and disk capability busy:
-      first submit + max(Σ cpu work / Σ_n κc·cores, Σ disk work / Σ_n κd);
-    * critical path: each job's submission plus its fastest map and, after it, its fastest reduce, on the
-      best node for each.
+    * ``work_bound_s``: everything from the first submission on, with the cluster's whole CPU and disk
+      capability busy; ``critical_path_s``: each job's submission, its fastest map, then its fastest reduce
+      (:func:`_old_bounds`, the bounds before issue 49, kept: the new ones are never below them);
+    * ``per_job_bound_s``: the latest of each job's own bound, its submission plus its maps alone on the empty
+      cluster (the longest map; the job's maps packed into the nodes' places, when every policy keeps to
+      them; its CPU and disk work on the whole cluster) plus, after them, its reduces' work that must follow
+      the maps (the longest; packed likewise);
+    * ``capacity_bound_s`` (concurrency by requests, which binds every policy): every task's least pod-time,
+      its own noise on each node, packed into the nodes' places for pods with job release dates, as an LP
+      (:mod:`mrsched.simulator.bound_capacity`; ``capacity_method`` says whether exact or its dual);
+    * ``slot_bound_s``: the same with Hadoop 1's map and reduce slots, for the policies that keep to them
+      (``SLOT_KEEPERS``; with concurrency by requests, the requests' places);
 
-    Each task's work is its demand as the engine builds it (``base_demand``: a trace's measured ``work_s``
-    included), scaled by the smallest noise factor its first attempt would draw on any node (the physics'
-    log-normal noise is drawn per node and task; failed attempts only add work); its disk work leaves out the
-    input read, which a non-local map or a reduce's shuffle takes over the network instead, and its time is the
-    shorter of reading its input locally or from a node of its rack. With ``cluster.physics`` switches: a task's
-    time counts only its own copy of replicated writes (``replicaWritesRemote``; the work bound all of them), and
-    a reduce's neither its start-up nor its fetches (``shuffleWhileMapsRun``: both may overlap the maps).
-    Contention and slots are left out, so both bounds are optimistic; ``tests/unit/test_bench_results.py``
-    checks that every committed result is at or above them."""
+    ``makespan_s`` is the largest that binds every policy. ``mean_job_time_s``: the mean of the jobs' own
+    bounds, or the total response time of preemptive SRPT on one machine with the cluster's whole capacity
+    (its CPU, its disk; by requests its places for pods) over the jobs, whichever is larger. It holds for the
+    runs in which no job fails (a failed job leaves the mean). Contention and straggling are left out, so both
+    are optimistic; ``tests/unit/test_bench_results.py`` checks them on every committed result and
+    ``tests/unit/test_bounds.py`` against brute-forced optima."""
+    mode = mode or sim.mode
+    times = task_times(sim, jobs)
+    before = _old_bounds(sim, times, times.first)
+    old = _old_bounds(sim, times, None)
+    hadoop = mode == "hadoop"
+    by_requests = mode != "yarn" and all(n.by_requests for n in sim.nodes.values())
+    nodes = [sim.nodes[name] for name in times.nodes]
+    caps = [sim.noise_free_capabilities[name] for name in times.nodes]
+    held = to_heartbeats(times.full, sim.heartbeat_s) if hadoop else times.full
+    places = _request_places(nodes, jobs) if by_requests else []
+    maps_alone, reduces_after = _per_job(times, held, places, caps)
+    release = np.array([j.submit_s for j in jobs], dtype=float)
+    own = release + maps_alone + reduces_after
+    out: dict[str, Any] = {
+        **{k: v for k, v in old.items() if k != "makespan_s"},
+        "old_makespan_s": before["makespan_s"],
+        "per_job_bound_s": float(own.max()) if len(own) else 0.0,
+        "capacity_bound_s": math.nan,
+        "capacity_method": "none",
+    }
+    if by_requests:
+        pieces = _pieces(times, held, release + maps_alone, split=not hadoop)
+        out["capacity_bound_s"], out["capacity_method"] = capacity_bound(
+            pieces, _with_coefficients(places, times), np.arange(len(times.tasks))
+        )
+    if mode != "yarn":
+        out["slot_bound_s"] = _slot_keepers_bound(sim, times, held, release + maps_alone, old, hadoop, places)
+    binding = [old["work_bound_s"], old["critical_path_s"], out["per_job_bound_s"]]
+    if by_requests:
+        binding += [out["capacity_bound_s"], old["slot_bound_s"]]
+    out["makespan_s"] = float(max(v for v in binding if not math.isnan(v)))
+    out["mean_job_time_s"] = float(
+        _mean_job_time(times, release, maps_alone + reduces_after, caps, places, nodes)
+    )
+    return {k: float(v) if isinstance(v, np.floating) else v for k, v in out.items()}
+
+
+def _request_places(nodes: list[Node], jobs: list[Job]) -> list[Resource]:
+    """By requests, a node's places: pods (at most as many as the smallest request in each resource fits),
+    CPU and memory, each pod taking its requests (its row's coefficient is set by :func:`_coefficients`)."""
+    cpu = min((r.cpu for j in jobs for r in (j.map_request, j.reduce_request)), default=1.0)
+    memory = min((r.memory_mb for j in jobs for r in (j.map_request, j.reduce_request)), default=1.0)
+    smallest = Resources(cpu, memory)
+    return [
+        Resource(
+            np.array([float(pods_that_fit(n.cores, n.memory_mb, smallest)) for n in nodes]), np.empty(0)
+        ),
+        Resource(np.array([float(n.cores) for n in nodes]), np.empty(0)),
+        Resource(np.array([n.memory_mb for n in nodes]), np.empty(0)),
+    ]
+
+
+def _with_coefficients(places: list[Resource], times: TaskTimes) -> list[Resource]:
+    coefficients = [np.ones(len(times.tasks)), times.cpu_request, times.memory_request]
+    return [Resource(p.capacity, c) for p, c in zip(places, coefficients, strict=True)]
+
+
+def _per_job(
+    times: TaskTimes, held: np.ndarray, places: list[Resource], caps: list[NodeCapability]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per job: the least time of its maps alone on the empty cluster, and of its reduces' parts that must
+    follow them (each: the longest task's least time; the tasks packed into the places, when given; for maps,
+    also their CPU and disk work over the cluster's whole capability)."""
+    n_jobs = len(times.jobs)
+    maps, reduces = ~times.is_reduce, times.is_reduce
+    job_of = times.job_of
+    longest_map = np.zeros(n_jobs)
+    np.maximum.at(longest_map, job_of[maps], times.shortest[maps])
+    longest_reduce = np.zeros(n_jobs)
+    np.maximum.at(longest_reduce, job_of[reduces], times.shortest[reduces])
+    cpu_rate = sum(c.cpu_rate * c.cores for c in caps)
+    disk_rate = sum(c.disk_rate for c in caps)
+    work = np.maximum(
+        np.bincount(job_of[maps], weights=times.cpu_work[maps], minlength=n_jobs) / cpu_rate,
+        np.bincount(job_of[maps], weights=times.disk_work[maps], minlength=n_jobs) / disk_rate,
+    )
+    maps_alone = np.maximum(longest_map, work)
+    reduces_after = longest_reduce
+    if places:
+        resources = _with_coefficients(places, times)
+        coefficients_maps = [r.coefficient[maps] for r in resources]
+        coefficients_reduces = [r.coefficient[reduces] for r in resources]
+        maps_alone = np.maximum(
+            maps_alone, per_job(held[maps], job_of[maps], n_jobs, resources, coefficients_maps)
+        )
+        reduces_after = np.maximum(
+            reduces_after,
+            per_job(times.post[reduces], job_of[reduces], n_jobs, resources, coefficients_reduces),
+        )
+    return maps_alone, reduces_after
+
+
+def _pieces(times: TaskTimes, held: np.ndarray, maps_done: np.ndarray, *, split: bool) -> Pieces:
+    """Every task's pod-time as pieces released with its job; with ``split``, a reduce's part that must follow
+    its job's last map released at that job's ``maps_done`` bound, the rest with its job."""
+    rows = np.arange(len(times.tasks))
+    release = times.release
+    if not split or not times.is_reduce.any():
+        return Pieces(rows, release, held)
+    reduces = np.flatnonzero(times.is_reduce)
+    before = held.copy()
+    before[reduces] = held[reduces] - times.post[reduces]
+    return Pieces(
+        np.concatenate([rows, reduces]),
+        np.concatenate([release, maps_done[times.job_of[reduces]]]),
+        np.vstack([before, times.post[reduces]]),
+    )
+
+
+def _slot_keepers_bound(
+    sim: Simulation,
+    times: TaskTimes,
+    held: np.ndarray,
+    maps_done: np.ndarray,
+    old: dict[str, float],
+    hadoop: bool,
+    places: list[Resource],
+) -> float:
+    """For the policies that keep to the slots: maps packed into the map slots, reduces into the reduce slots,
+    each with release dates (by requests: the requests' places, shared), at least the old slot bound."""
+    nodes = [sim.nodes[name] for name in times.nodes]
+    best = old["slot_bound_s"]
+    if places:
+        pieces = _pieces(times, held, maps_done, split=not hadoop)
+        value, _ = capacity_bound(pieces, _with_coefficients(places, times), np.arange(len(times.tasks)))
+        return max(v for v in (best, value) if not math.isnan(v))
+    for kind, slots in (("map", [n.map_slots for n in nodes]), ("reduce", [n.reduce_slots for n in nodes])):
+        rows = np.flatnonzero(times.is_reduce == (kind == "reduce"))
+        if not len(rows) or not any(slots):
+            continue
+        pieces = Pieces(rows, times.release[rows], held[rows])
+        slot_places = [Resource(np.array(slots, dtype=float), np.ones(len(times.tasks)))]
+        value, _ = capacity_bound(pieces, slot_places, rows)
+        best = value if math.isnan(best) else max(best, value)
+    return best
+
+
+def _mean_job_time(
+    times: TaskTimes,
+    release: np.ndarray,
+    own: np.ndarray,
+    caps: list[NodeCapability],
+    places: list[Resource],
+    nodes: list[Node],
+) -> float:
+    """The mean response time no schedule beats: each job ends no sooner than its own bound (``own``, after
+    its release) nor than its work is done on one machine with the cluster's whole capability for it (its
+    CPU; its disk; by requests its places for pods: a task holds 1/pods of a node for its pod-time), whose
+    earliest completions SRPT gives (:func:`total_response_bound`); the largest over those resources."""
+    n_jobs = len(times.jobs)
+    if not n_jobs:
+        return 0.0
+    job_of, done = times.job_of, release + own
+    work = [
+        (
+            np.bincount(job_of, weights=times.cpu_work, minlength=n_jobs),
+            sum(c.cpu_rate * c.cores for c in caps),
+        ),
+        (np.bincount(job_of, weights=times.disk_work, minlength=n_jobs), sum(c.disk_rate for c in caps)),
+    ]
+    if places:
+        pods = places[0].capacity
+        node_seconds = (times.full / np.where(pods > 0, pods, np.inf)).min(axis=1)
+        work.append((np.bincount(job_of, weights=node_seconds, minlength=n_jobs), float(len(nodes))))
+    return max(total_response_bound(release, done, w, rate) for w, rate in work) / n_jobs
+
+
+def _old_bounds(sim: Simulation, times: TaskTimes, factor: np.ndarray | None) -> dict[str, float]:
+    """The bounds of before issue 49, each task's time scaled by ``factor`` (per task and node): the work bound,
+    the critical path, and the slot bound (the map phase as the fractional assignment of each job's maps, each
+    holding its slot as long as the job's shortest map there, from the first submission). With the first
+    attempt's factors, as they were computed (``old_makespan_s``, what the new bound is never below); with the
+    least over every possible attempt, a speculative copy's too, what they are as bounds."""
+    jobs, job_of = times.jobs, times.job_of
     caps = sim.noise_free_capabilities
-    sigma = {name: cap.noise_sigma for name, cap in sim.capabilities.items()}
+    maps = ~times.is_reduce
+    # A map's least end after its release, a reduce's critical part after its job's last map (all of it, or
+    # its own work with shuffleWhileMapsRun); as a bound (``factor`` None), over the attempts that may succeed.
+    if factor is None:
+        factor, shortest = times.least, times.shortest
+    else:
+        shortest = np.where(maps[:, None], factor * times.alone, factor * times.alone_post).min(axis=1)
     cpu_capacity = sum(c.cpu_rate * c.cores for c in caps.values())
     disk_capacity = sum(c.disk_rate for c in caps.values())
-    # Nodes of one class share their noise-free capability: a task's isolated time is computed once per class,
-    # only the noise factor once per node (the draws are most of the bound's cost: one seeded generator each).
-    classes: dict[NodeCapability, list[str]] = {}
-    for name, cap in caps.items():
-        classes.setdefault(cap, []).append(name)
-    cpu_work = disk_work = 0.0
-    critical = 0.0
-    shortest_map: dict[str, dict[str, float]] = {}  # job -> node -> its shortest map there (the slot bound's)
-    for job in jobs:
-        fastest: dict[str, float] = {}
-        for task in job.maps + job.reduces:
-            local = base_demand(job.app, task, measured_time=sim.physics.replay_measured_time)
-            remote = (
-                local
-                if sim.dataflow.replayed(task)
-                else replace(local, read_mb=max(0.0, local.read_mb - task.input_mb), network_mb=task.input_mb)
-            )
-            # replicaWritesRemote: a task's time counts its own copy of the writes; other nodes write the rest.
-            copies = sim.dataflow.write_copies(job.app, task)
-            own, own_remote = (
-                (
-                    replace(local, write_mb=local.write_mb / copies),
-                    replace(remote, write_mb=remote.write_mb / copies),
-                )
-                if copies > 1
-                else (local, remote)
-            )
-            if task.kind == "reduce" and sim.physics.shuffle_while_maps_run:
-                # An early reduce may start up and copy everything while the maps still run: its critical part
-                # after the last map is its own work alone.
-                own, own_remote = (
-                    replace(own, startup=False),
-                    replace(own_remote, startup=False, network_mb=0.0),
-                )
-            attempt = f"{task.key}#1"
-            least = shortest = math.inf
-            held = shortest_map.setdefault(job.id, {}) if task.kind == "map" else None
-            for cap, names in classes.items():
-                isolated = min(isolated_duration(cap, own), isolated_duration(cap, own_remote))
-                for name in names:
-                    factor = noise_factor(sim.seed, name, attempt, sigma[name]) if sigma[name] > 0 else 1.0
-                    least = min(least, factor)
-                    # Every term of a task's time, its start-up overhead too, scales with its noise factor.
-                    t = factor * isolated
-                    shortest = min(shortest, t)
-                    if held is not None:
-                        held[name] = min(held.get(name, math.inf), t)
-            cpu_work += local.cpu_s * least
-            disk_work += remote.disk_s * least
-            fastest[task.kind] = min(fastest.get(task.kind, math.inf), shortest)
-        critical = max(critical, job.submit_s + fastest.get("map", 0.0) + fastest.get("reduce", 0.0))
     first = min((j.submit_s for j in jobs), default=0.0)
-    work = first + max(cpu_work / cpu_capacity, disk_work / disk_capacity)
+    least = factor.min(axis=1)
+    work = first + max(
+        float((times.cpu_s * least).sum()) / cpu_capacity, float((times.disk_s * least).sum()) / disk_capacity
+    )
+    fastest = np.full((len(jobs), 2), np.inf)
+    np.minimum.at(fastest, (job_of, times.is_reduce.astype(int)), shortest)
+    fastest[np.isinf(fastest)] = 0.0
+    release = np.array([j.submit_s for j in jobs], dtype=float)
+    critical = float((release + fastest.sum(axis=1)).max()) if len(jobs) else 0.0
+    shortest_map: dict[str, dict[str, float]] = {}
+    held = factor * times.alone
+    for j, job in enumerate(jobs):
+        rows = np.flatnonzero(maps & (job_of == j))
+        if len(rows):
+            shortest_map[job.id] = dict(zip(times.nodes, held[rows].min(axis=0).tolist(), strict=True))
     slots = slot_bound(sim, jobs, shortest_map)
-    # By requests the engine refuses every pod that does not fit, whoever placed it: the map phase's bound by
-    # the nodes' request capacity then holds for every policy, and is part of the makespan bound.
     by_requests = all(n.by_requests for n in sim.nodes.values()) and not math.isnan(slots)
     return {
         "makespan_s": max(work, critical, slots if by_requests else 0.0),

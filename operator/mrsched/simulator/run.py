@@ -247,7 +247,7 @@ def run_one(run: PlannedRun) -> RunOutput:
         yarn = build_yarn_simulation(scenario, name, seed, jobs)
         if run.with_bound:  # the bound is the physics', whatever runs the jobs
             bound_started = time.monotonic()
-            bound = lower_bound(Simulation(scenario.cluster, jobs, make_policy("fifo")), jobs)
+            bound = lower_bound(Simulation(scenario.cluster, jobs, make_policy("fifo")), jobs, mode="yarn")
             bound_seconds = time.monotonic() - bound_started
         result = yarn.run(name)
     else:
@@ -383,9 +383,16 @@ def run_scenario(
         raw.setdefault(run.name, []).append(done.result)
         if saved_state is not None and done.state is not None:  # each entry's after its last seed's run
             saved_state[run.name] = done.state
-    out["lower_bound"] = {k: _finite_mean([b[k] for b in bounds]) for k in bounds[0]} if bounds else None
+    out["lower_bound"] = (
+        {
+            k: _finite_mean([b[k] for b in bounds]) if isinstance(bounds[0][k], float) else bounds[0][k]
+            for k in bounds[0]
+        }
+        if bounds
+        else None
+    )
     out["lower_bound_per_seed"] = [
-        {k: (None if math.isnan(v) else v) for k, v in b.items()} for b in bounds
+        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in b.items()} for b in bounds
     ]  # each seed's, in the order of ``seeds`` (a bound holds seed by seed)
     for name, results in raw.items():
         runs = [summarise(r) for r in results]
