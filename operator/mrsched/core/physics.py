@@ -75,6 +75,10 @@ class NodeCapability:
     cpu_contention: float = 0.2  # a: extra cost per consumer beyond the core count, relative to C
     #: assumption: no seed gives a disk-only concurrency curve.
     disk_contention: float = 0.1  # b: seek thrashing per extra concurrent stream
+    #: The share of the cores beyond which CPU consumers pay the over-subscription cost (1: only past the core
+    #: count, the measured physics; below 1 a sensitivity variant: caches and memory bandwidth shared before
+    #: every core is busy, ``cluster.variant.contentionOnset``).
+    contention_onset: float = 1.0
     #: assumption: swapping slows work about tenfold; no seed over-subscribes memory.
     swap_penalty: float = 10.0
     #: assumption: the OOM killer acts at 1.5x the node's memory; no seed reports a kill.
@@ -100,6 +104,8 @@ class NodeCapability:
             raise ValueError("overhead_s, noise_sigma and the contention factors must not be negative")
         if not 0.0 <= self.overhead_cpu_share <= 1.0:
             raise ValueError("overhead_cpu_share is a share of the start-up: from 0 to 1")
+        if not 0.0 < self.contention_onset <= 1.0:
+            raise ValueError("contention_onset is a share of the cores: above 0, at most 1")
 
 
 @dataclass(frozen=True)
@@ -179,8 +185,9 @@ def isolated_duration(cap: NodeCapability, demand: TaskDemand) -> float:
     several threads does its CPU work on min(threads, cores) cores, paying the over-subscription cost when it
     has more threads than the node has cores (as :class:`NodeModel` charges it)."""
     cpu_time = demand.cpu_s / (cap.cpu_rate * min(demand.threads, cap.cores))
-    if demand.threads > cap.cores:
-        cpu_time *= 1.0 + cap.cpu_contention * (demand.threads - cap.cores) / cap.cores
+    onset = cap.contention_onset * cap.cores
+    if demand.threads > onset:
+        cpu_time *= 1.0 + cap.cpu_contention * (demand.threads - onset) / cap.cores
     return (
         (cap.overhead_s if demand.startup else 0.0)
         + demand.network_mb / cap.network_mbps
@@ -523,7 +530,7 @@ class NodeModel:
         swap = 1.0 + cap.swap_penalty * (ratio - 1.0) if ratio > 1.0 else 1.0
 
         cpu_share = min(1.0, cores / consumers) if consumers else 1.0
-        cpu_cost = 1.0 + cap.cpu_contention * max(0.0, consumers - cores) / cores
+        cpu_cost = 1.0 + cap.cpu_contention * max(0.0, consumers - cap.contention_onset * cores) / cores
         disk_share = 1.0 / (streams * (1.0 + cap.disk_contention * (streams - 1))) if streams else 1.0
         cpu_rate = cpu_share / cpu_cost / swap  # the progress of a second of CPU work that takes a core alone
         rate_of = (
@@ -697,7 +704,7 @@ def predicted_duration(cap: NodeCapability, demand: TaskDemand, others: int) -> 
     cpu_stretch = (
         (min(t, cap.cores) / t)
         * max(1.0, threads / cap.cores)
-        * (1.0 + cap.cpu_contention * max(0.0, threads - cap.cores) / cap.cores)
+        * (1.0 + cap.cpu_contention * max(0.0, threads - cap.contention_onset * cap.cores) / cap.cores)
     )
     streams = max(1.0, k * (disk_t / busy if busy else 0.0))
     disk_stretch = streams * (1.0 + cap.disk_contention * (streams - 1.0))

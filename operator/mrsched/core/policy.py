@@ -91,6 +91,12 @@ class Policy(ABC):
         start (:meth:`ClusterSnapshot.nothing_pending`)."""
         return self.idle_when_nothing_pending and snapshot.nothing_pending()
 
+    def holding(self, snapshot: ClusterSnapshot, node: str) -> str | None:
+        """Why the policy, having just placed what it would, leaves ``node`` room that a startable task fits:
+        the rule that holds it back, in a few words, for a run's trace (``mrsched.simulator.trace``). Reads
+        the policy's state, changes nothing. None: no rule to name (the policy simply placed nothing)."""
+        return None
+
     # --- learning hooks -------------------------------------------------------------------------------------
 
     def on_job_submitted(self, job: Job, now: float) -> None:  # noqa: B027 (optional hook)

@@ -648,6 +648,36 @@ class Dara(SlotPolicy):
         placements += self._fair_reduce(snapshot, node)
         return placements
 
+    def holding(self, snapshot: ClusterSnapshot, node: str) -> str | None:
+        """Which step of :meth:`assign` left the node's room empty (the trace's reason; reads x*, which a
+        deferred diagnosis evaluates as it would when due)."""
+        if node not in self._optimal:
+            return (
+                "Fair fallback: no fitted load model for the node's class ("
+                + (self.fair.holding(snapshot, node) or "Fair placed nothing")
+                + ")"
+            )
+        pending_maps = [j for j in snapshot.jobs if j.unstarted("map") > 0]
+        if not pending_maps:
+            return "reduces: the FairScheduler's one reduce per heartbeat (DARA optimises maps only)"
+        members = [a for a in self._members if a in self.profiles]
+        free = self._free_memory(snapshot, node)  # as _dara_one's cap
+        if members and all(free <= self.profiles[a].memory_mb for a in members):
+            return "DARA's memory cap: no member's map fits the node's free memory"
+        optimal = self._x_star(node)
+        running = dict.fromkeys(optimal, 0)
+        for attempt in snapshot.running.get(node, ()):
+            if attempt.task.kind == "map" and attempt.task.job_id in running:
+                running[attempt.task.job_id] += 1
+        if sum(running.values()) >= sum(optimal.values()):
+            return f"the mix x* (Eq 4.16) is full on the node: {sum(optimal.values())} containers"
+        short = [a for a in optimal if optimal[a] > running[a]]
+        if all(snapshot.job(a).unstarted("map") == 0 for a in short):
+            return "x* reserves its containers for jobs with no map left to start"
+        if not self.cfg.assign_multiple:
+            return "one container per heartbeat (Alg 4.3.3)"
+        return None
+
     def _fair_unmeasured(self, snapshot: ClusterSnapshot, node: str, clock: _NodeClock) -> list[Placement]:
         """Applications not yet in DARA's optimisation (θ unmeasured, Alg 4.3.1) are the FairScheduler's: it
         may start their maps in the node's ordinary map slots left free by DARA's containers (I4-8's 12),

@@ -300,6 +300,13 @@ class Fair(SlotPolicy):
             return "off" if wait.waited >= rack_delay else "rack"
         return "off"
 
+    def holding(self, snapshot: ClusterSnapshot, node: str) -> str | None:
+        if self._skipped:
+            return "delay scheduling: jobs wait for a node-local or rack-local slot"
+        if snapshot.free_slots(node, "map") <= 0 and snapshot.free_slots(node, "reduce") <= 0:
+            return "no free slot of the kind a task needs"
+        return None
+
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         """Hadoop 1's FairScheduler.assignTasks (FairScheduler.java:400-557) for one heartbeat of ``node``."""
         self._begin_heartbeat(snapshot.now, node)

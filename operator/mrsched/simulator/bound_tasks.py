@@ -81,7 +81,7 @@ class TaskTimes:
 def _own_demands(sim: Simulation, job: Job, task: Task) -> tuple[TaskDemand, TaskDemand, TaskDemand]:
     """(local, remote, the whole-cluster work demand) of ``task``: its input on its node or over the network from
     its rack, its own copy of replicated writes; the third with every copy (other nodes write them)."""
-    local = base_demand(job.app, task, measured_time=sim.physics.replay_measured_time)
+    local = sim.dataflow.base(job.app, task)
     remote = (
         local
         if sim.dataflow.replayed(task)

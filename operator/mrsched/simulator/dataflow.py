@@ -23,7 +23,7 @@ from mrsched.core.catalog import application, expand_layout
 from mrsched.core.locality import locality
 from mrsched.core.model import Job, Node, Task
 from mrsched.core.physics import NodeCapability, TaskDemand
-from mrsched.simulator.scenario import ClusterSpec, PhysicsOptions
+from mrsched.simulator.scenario import ClusterSpec, PhysicsOptions, PhysicsVariant
 
 
 def build_nodes(cluster: ClusterSpec) -> tuple[dict[str, Node], dict[str, NodeCapability], dict[str, float]]:
@@ -50,6 +50,7 @@ def build_nodes(cluster: ClusterSpec) -> tuple[dict[str, Node], dict[str, NodeCa
             cap := cluster.node_class(n.node_class).capability(),
             # overheadUsesCpu off: every start-up a free delay, whatever its class's CPU share.
             overhead_cpu_share=cap.overhead_cpu_share if cluster.physics.overhead_uses_cpu else 0.0,
+            contention_onset=cluster.variant.contention_onset,
             straggler_probability=stragglers.probability,
             straggler_shape=stragglers.pareto_shape,
             straggler_max=stragglers.max_slowdown,
@@ -77,11 +78,25 @@ class DataFlow:
     """The data paths of one simulated cluster (module docstring)."""
 
     def __init__(
-        self, nodes: dict[str, Node], cross_rack_cost: dict[str, float], options: PhysicsOptions
+        self,
+        nodes: dict[str, Node],
+        cross_rack_cost: dict[str, float],
+        options: PhysicsOptions,
+        variant: PhysicsVariant | None = None,
     ) -> None:
         self.nodes = nodes
         self.cross_rack_cost = cross_rack_cost
         self.options = options
+        self.variant = variant or PhysicsVariant()
+
+    def base(self, app: str, task: Task) -> TaskDemand:
+        """:func:`base_demand` as this run's physics has it: a replayed trace's measured time (``replayMeasuredTime``),
+        a CPU-heavy task's threads (``cluster.variant.cpuHeavyThreads``)."""
+        demand = base_demand(app, task, measured_time=self.options.replay_measured_time)
+        threads = self.variant.cpu_heavy_threads
+        if threads > 1 and demand.cpu_s >= demand.disk_s and demand.threads < threads:
+            return replace(demand, threads=threads)
+        return demand
 
     def replayed(self, task: Task) -> bool:
         """A trace container replayed by its measured time: no data path of its own."""
@@ -89,7 +104,7 @@ class DataFlow:
 
     def demand(self, app: str, task: Task, node: str, held: dict[str, float]) -> TaskDemand:
         """The true demand of ``task`` on ``node``, given where its job's map output is (``held``)."""
-        base = base_demand(app, task, measured_time=self.options.replay_measured_time)
+        base = self.base(app, task)
         if self.replayed(task):
             return base
         copies = self.write_copies(app, task)

@@ -76,7 +76,7 @@ class Simulation(AttemptLifecycle):
         self.rng = random.Random(seed)
         self.nodes, self.capabilities, cross_rack_cost = build_nodes(cluster)
         self.physics = cluster.physics
-        self.dataflow = DataFlow(self.nodes, cross_rack_cost, cluster.physics)
+        self.dataflow = DataFlow(self.nodes, cross_rack_cost, cluster.physics, cluster.variant)
         self.models = {name: NodeModel(name, cap, seed=seed) for name, cap in self.capabilities.items()}
         for fault in cluster.faults:
             if fault.node not in self.models:

@@ -209,6 +209,8 @@ def physics_label(cluster: ClusterSpec) -> dict[str, Any]:
     }
     if not cluster.speculation.enabled:
         label["speculationOff"] = cluster.speculation.reason
+    if cluster.variant.departs():
+        label["variant"] = cluster.variant.model_dump(by_alias=True)
     if cluster.stragglers.probability > 0:
         label["stragglers"] = cluster.stragglers.model_dump(by_alias=True)
     return label

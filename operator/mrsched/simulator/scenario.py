@@ -69,6 +69,10 @@ DEFAULT_SOURCES: dict[str, str] = {
     "MetricsSpec.rateWindowS": "assumption: two scrapes per rate() window, the fewest rate() can use",
     "MetricsSpec.maxAgeS": "assumption: the operator's --metrics-max-age default (30 s, six missed scrapes)",
     "MonitorSpec.windowS": "paper: seed 002 Fig 6.2 plots per-server throughput per minute; one-minute windows",
+    "PhysicsVariant.cpuHeavyThreads": "measured: our workers run one runnable thread per task (CPU s / wall s <= "
+    "1.00 at one task, `make calibrate`); more only in a sensitivity run, which states its reason",
+    "PhysicsVariant.contentionOnset": "assumption: the measured physics charges CPU over-subscription only past the "
+    "core count (cpuContention, seed 002 Fig 2.5); earlier only in a sensitivity run, which states its reason",
     "StragglerSpec.probability": "assumption: no stragglers beyond the log-normal noise unless a scenario sets them",
     "StragglerSpec.paretoShape": "assumption: a heavy tail (shape 1.5: finite mean, infinite variance) for a scenario "
     "that sets a probability and no shape",
@@ -260,6 +264,30 @@ class PhysicsOptions(_Strict):
         return self._aliases(False)
 
 
+class PhysicsVariant(_Strict):
+    """A physics other than the measured one, for a sensitivity run (issue 49): each departure is an assumption
+    the run states (``reason``, required when one is set). Off by default.
+
+    * ``cpuHeavyThreads``: the runnable threads of a task whose CPU work is at least its disk work (its JVM's
+      GC, spill and fetch threads beside its main one: seed 000 Fig 2 measures 1.3-2.0 runnable threads per
+      task), while its pod requests one CPU: packing by requests then over-subscribes the cores;
+    * ``contentionOnset``: the share of a node's cores beyond which CPU consumers pay the over-subscription cost
+      (``NodeCapability.contention_onset``; caches and memory bandwidth shared before every core is busy)."""
+
+    cpu_heavy_threads: int = Field(1, alias="cpuHeavyThreads", ge=1)
+    contention_onset: float = Field(1.0, alias="contentionOnset", gt=0, le=1)
+    reason: str | None = None
+
+    @model_validator(mode="after")
+    def _says_why(self) -> PhysicsVariant:
+        if self.departs() and not self.reason:
+            raise ValueError("a physics variant must say why (cluster.variant.reason)")
+        return self
+
+    def departs(self) -> bool:
+        return self.cpu_heavy_threads != 1 or self.contention_onset != 1.0
+
+
 class StragglerSpec(_Strict):
     """Heavy-tailed slow attempts beyond the log-normal noise (``NodeCapability.straggler_*``): each attempt is a
     straggler with ``probability``, slowed by a Pareto(``paretoShape``, scale 1) factor capped at
@@ -324,6 +352,8 @@ class ClusterSpec(_Strict):
     concurrency: Concurrency = "slots"
     #: The measured physics (issue 19), every switch on unless the scenario turns one off and says why.
     physics: PhysicsOptions = Field(default_factory=lambda: PhysicsOptions())
+    #: A sensitivity variant of the physics (none by default).
+    variant: PhysicsVariant = Field(default_factory=lambda: PhysicsVariant())
     stragglers: StragglerSpec = Field(default_factory=lambda: StragglerSpec())
     speculation: SpeculationSpec = Field(default_factory=lambda: SpeculationSpec())
     #: Node classes the scenario defines itself, by name (the catalog's NodeClass fields: ``cores``,
