@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-dara-search bench-workers bench-operator bench-scale bench-loop bench-live calibrate cluster-up cluster-down lock clean manifests images
+.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-kube-peer bench-physics bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-dara-search bench-workers bench-operator bench-scale bench-loop bench-live calibrate cluster-up cluster-down lock clean manifests images
 
 all: test
 
@@ -89,6 +89,9 @@ bench-kubernetes-heldout: venv  ## the contest's job rule on the scenarios it wa
 
 bench-sls: venv  ## our simulator in YARN mode against Apache Hadoop SLS 3.3.5 (real YARN Fair and Capacity) on bench/peers/sls/traces, job by job, into bench/results/sls/ (SLS runs in wall time: about 45 minutes uncached, seconds once its results are cached)
 	$(PY) bench/peers/sls/compare.py
+
+bench-kube-peer: deps venv binaries  ## the simulator's kube-default against the real kube-scheduler on the same pod streams (3 runs each), into bench/results/kube-scheduler-peer.md (about 15 minutes)
+	$(PY) bench/peers/kube-scheduler/peer.py --out bench/results/kube-scheduler-peer.md
 
 bench-physics: venv  ## each measured-physics switch (cluster.physics) alone and all together, both modes
 	$(PY) bench/physics_switches.py --out bench/results/physics-switches.md

@@ -46,11 +46,52 @@ def _fits(node: Node, used: tuple[float, float], req: Resources) -> bool:
     return used[0] + req.cpu <= node.cores + 1e-9 and used[1] + req.memory_mb <= node.memory_mb + 1e-9
 
 
-def score(cpu_cap: float, mem_cap: float, cpu_used: float, mem_used: float) -> float:
-    cpu_frac, mem_frac = cpu_used / cpu_cap, mem_used / mem_cap
-    least_allocated = ((1 - cpu_frac) + (1 - mem_frac)) / 2 * 100
-    balanced = (1 - abs(cpu_frac - mem_frac) / 2) * 100
-    return least_allocated + balanced
+def _millis(cpu: float) -> int:
+    return round(cpu * 1000)
+
+
+def _bytes(memory_mb: float) -> int:
+    return round(memory_mb * 1_000_000)
+
+
+def score(cpu_cap: float, mem_cap: float, cpu_used: float, mem_used: float) -> int:
+    """kube-scheduler v1.35's default scores of a node with ``cpu_used``, ``mem_used`` requested (the pod's
+    own included), in its integer arithmetic (CPU in millicores, memory in bytes): NodeResourcesFit's
+    LeastAllocated, Σ_r ((allocatable − requested)·100 // allocatable) // 2 (``leastRequestedScore``), plus
+    BalancedAllocation, int((1 − |f_cpu − f_mem| / 2)·100) (``balancedResourceScorer``), each weight 1. The
+    default profile's other scores are the same on every node for these pods (no taints, affinities,
+    topology spread or images to tell nodes apart), so this sum ranks the nodes as the real one does, ties
+    included."""
+    allocatable, requested_ = (_millis(cpu_cap), _bytes(mem_cap)), (_millis(cpu_used), _bytes(mem_used))
+    least = sum(
+        ((a - r) * 100) // a if 0 <= r <= a else 0 for r, a in zip(requested_, allocatable, strict=True)
+    )
+    fractions = [min(1.0, r / a) for r, a in zip(requested_, allocatable, strict=True)]
+    balanced = int((1 - abs(fractions[0] - fractions[1]) / 2) * 100)
+    return least // 2 + balanced
+
+
+def best_nodes(
+    offered: dict[str, Node], used: dict[str, tuple[float, float]], req: Resources
+) -> tuple[list[str], int, str | None]:
+    """The offered nodes the pod fits (NodeResourcesFit's filter) with the highest :func:`score`, that score,
+    and the best node of a lower score (the runner-up); ``selectHost`` then picks among the best at random."""
+    best: list[str] = []
+    best_score, runner_up, second = -1, None, -1
+    for name, node in offered.items():
+        if not _fits(node, used[name], req):
+            continue
+        cpu, mem = used[name]
+        s = score(node.cores, node.memory_mb, cpu + req.cpu, mem + req.memory_mb)
+        if s > best_score:
+            if best:
+                runner_up, second = best[0], best_score
+            best, best_score = [name], s
+        elif s == best_score:
+            best.append(name)
+        elif s > second:
+            runner_up, second = name, s
+    return best, best_score, runner_up
 
 
 @register
@@ -121,18 +162,7 @@ class KubeDefault(Policy):
 
         def bind(task: Task, priority: int, failures: int) -> bool:
             req = requests[task.job_id][0 if task.kind == "map" else 1]
-            best: list[str] = []
-            best_score, runner_up = -1.0, None
-            for name, node in offered.items():
-                if not _fits(node, used[name], req):
-                    continue
-                cpu, mem = used[name]
-                s = score(node.cores, node.memory_mb, cpu + req.cpu, mem + req.memory_mb)
-                if s > best_score + 1e-9:
-                    runner_up = best[0] if best else runner_up
-                    best, best_score = [name], s
-                elif abs(s - best_score) <= 1e-9:
-                    best.append(name)
+            best, best_score, runner_up = best_nodes(offered, used, req)
             if not best:
                 return False
             chosen = self.rng.choice(best)
@@ -140,7 +170,7 @@ class KubeDefault(Policy):
                 "highest LeastAllocated + BalancedAllocation score; popped by PrioritySort "
                 f"(priority {priority}, after {failures} failed attempts)"
             )
-            placement = Placement(task, chosen, Explanation(self.name, best_score, why, runner_up))
+            placement = Placement(task, chosen, Explanation(self.name, float(best_score), why, runner_up))
             snapshot.commit(placement)
             cpu, mem = used[chosen]
             used[chosen] = (cpu + req.cpu, mem + req.memory_mb)
