@@ -55,6 +55,13 @@ REFERENCE = ("greedy-informed",)
 #: Options not shipped, each with what it sets: shown in the table, never bold, never the recommendation.
 #: ``shortestFirst`` was chosen on this contest's scenarios; bench/kubernetes_heldout.py checks it elsewhere.
 EXPERIMENTS: dict[str, dict[str, Any]] = {f"{RECOMMENDED}:shortest-first": {"shortestFirst": True}}
+#: Runs that measure what issue 49 changed, each without one of its changes (in no table of policies): the queue
+#: model of before (pods in job order, the round stopped at the first that fits nowhere), and the recommended
+#: policy without the α parity gives it (where a scenario gives DARA an α).
+DECOMPOSITION: dict[str, dict[str, Any]] = {
+    "kube-default:job-order": {"jobOrder": True},
+    f"{RECOMMENDED}:without-alpha": {"alphas": {}},
+}
 
 
 def policies_for(scenario: Scenario) -> list[str]:
@@ -63,7 +70,9 @@ def policies_for(scenario: Scenario) -> list[str]:
     queues = {job.queue for job in scenario.workload.jobs} if scenario.workload.jobs else {"default"}
     queued = len(queues) > 1 or "capacity" in scenario.policies
     names = [p for p in BASELINES if p != "capacity" or queued]
-    return [*names, *LEARNED, *EXPERIMENTS, *REFERENCE]
+    given_alpha = bool((scenario.options_for("dara") or {}).get("alphas"))
+    decomposition = [p for p in DECOMPOSITION if given_alpha or not p.endswith(":without-alpha")]
+    return [*names, *LEARNED, *EXPERIMENTS, *REFERENCE, *decomposition]
 
 
 def load_contest_scenario(name: str) -> Scenario:
@@ -104,7 +113,7 @@ def run_one(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """One scenario and seed under one contest policy, in kubernetes mode by requests: its entry, and the
     scenario's lower bound for that seed."""
-    return run_policy_on(name, seed, policy, EXPERIMENTS.get(policy), variant)
+    return run_policy_on(name, seed, policy, EXPERIMENTS.get(policy) or DECOMPOSITION.get(policy), variant)
 
 
 def run_policy_on(

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         explained[name] = json.loads(cached.read_text())
     sensitivity = None
     if pessimistic := collect(names, seeds, variant_raw["pessimistic"]):
-        sensitivity = (pessimistic, "pessimistic packing", f"Pessimistic packing: {PESSIMISTIC['reason']}.")
+        sensitivity = (pessimistic, "pessimistic packing", f"The physics there: {PESSIMISTIC['reason']}.")
     args.out.write_text(report(table, seeds, explained, sensitivity))
     print(f"wrote {args.out}")
     return 0

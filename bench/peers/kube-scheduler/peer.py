@@ -24,14 +24,17 @@ from __future__ import annotations
 import argparse
 import bisect
 import heapq
+import itertools
 import json
+import math
 import random
+import re
 import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +74,8 @@ class Real:
     created: dict[str, float]
     ended: dict[str, float]
     offset: float
+    #: kube-scheduler's attempts in this run (:func:`scheduler_attempts`)
+    attempts: dict[str, float] = field(default_factory=dict)
 
 
 def _created_at(stream: dict[str, Any]) -> dict[str, float]:
@@ -91,8 +96,9 @@ def simulate(stream: dict[str, Any], real: Real, seed: int = 1) -> dict[str, Pla
     """The stream under the simulator's kube-default: each event instant (a pod created, a pod ended) followed by
     one scheduling pass (SchedulingQueue.schedule), as kube-scheduler pops pods the moment they may fit. The
     input is the real run's: each pod created when the real one was (a group's dependents too: when to create
-    them is the operator's rule, not the scheduler's), each pod ending its run time after its binding plus the
-    real deletion's delay; a tie broken as the real scheduler broke it when its node is among the best. Times
+    them is the operator's rule, not the scheduler's), each pod deleted when the real one was if it is bound by
+    then (else its run time after its binding, plus the real deletion's delay); a tie broken as the real
+    scheduler broke it when its node is among the best. Times
     are shifted by the real clock's fraction of a second at 0 (the back-off window is whole seconds of the wall
     clock)."""
     rng = random.Random(seed)
@@ -131,7 +137,15 @@ def simulate(stream: dict[str, Any], real: Real, seed: int = 1) -> dict[str, Pla
         cpu, mem = used[chosen]
         used[chosen] = (cpu + pod["cpu"], mem + pod["memoryMiB"])
         placed[name] = Placed(chosen, now - offset, len(placed), sorted(best))
-        push(now + pod["durationS"] + lag.get(name, 0.0), "end", name)
+        # Its end is an input event, as in the real run: at the real deletion when the pod is bound by then
+        # (events milliseconds apart keep their real order), else its run time after its binding here.
+        ended = real.ended.get(name)
+        end = (
+            ended + offset
+            if ended is not None and ended + offset >= now
+            else now + pod["durationS"] + lag.get(name, 0.0)
+        )
+        push(end, "end", name)
         return True
 
     now = 0.0
@@ -303,7 +317,7 @@ class RealRun:
 
 def run_real(tool: Toolchain, stream: dict[str, Any], workdir: Path) -> Real:
     """The stream on a fresh control plane."""
-    plane = start_control_plane(tool, f"peer-{stream['name'][:20]}", workdir)
+    plane = start_control_plane(tool, f"peer-{stream['name'][:20]}", workdir, scheduler_verbosity=5)
     try:
         api = api_client(plane.kubeconfig)
         core = client.CoreV1Api(api)
@@ -331,9 +345,40 @@ def run_real(tool: Toolchain, stream: dict[str, Any], workdir: Path) -> Real:
         placed = run.run()
         if run.lost:
             raise RuntimeError(f"{stream['name']}: pods deleted by another than this run: {sorted(run.lost)}")
-        return Real(placed, run.created, run.ended, run.wall0 % 1.0)
+        return Real(placed, run.created, run.ended, run.wall0 % 1.0, scheduler_attempts(plane.scheduler_log))
     finally:
         stop_control_plane(tool, plane)
+
+
+_KLOG_TIME = re.compile(r"^[IWE]\d{4} (\d\d):(\d\d):(\d\d\.\d+)")
+_POD = re.compile(r'pod="peer/([^"]+)"')
+
+
+def scheduler_attempts(log: Path) -> dict[str, float]:
+    """From kube-scheduler's log at -v=5: how long its scheduling attempts took (from "About to try" to the
+    pod's failure or binding: mean and 95th percentile, ms) and how many it made."""
+    started: dict[str, float] = {}
+    took: list[float] = []
+    for line in log.read_text(errors="replace").splitlines():
+        at, pod = _KLOG_TIME.match(line), _POD.search(line)
+        if not at or not pod:
+            continue
+        h, m, sec = at.groups()
+        now = int(h) * 3600 + int(m) * 60 + float(sec)
+        if '"About to try and schedule pod"' in line:
+            started[pod.group(1)] = now
+        elif ('"Unable to schedule pod' in line or '"Successfully bound pod' in line) and pod.group(
+            1
+        ) in started:
+            took.append(now - started.pop(pod.group(1)))
+    if not took:
+        return {"attempts": 0.0}
+    took.sort()
+    return {
+        "attempts": float(len(took)),
+        "meanMs": 1000 * statistics.fmean(took),
+        "p95Ms": 1000 * took[int(0.95 * (len(took) - 1))],
+    }
 
 
 def _read(response: Any) -> None:
@@ -436,7 +481,23 @@ def compare(stream: dict[str, Any], real: Real, sim: dict[str, Placed]) -> dict[
         if real_placed[n].node not in sim[n].ties
     ]
     along, wrong = scores_along(stream, real)
+    ends = sorted(real.ended.values())
+    gaps = [b - a for a, b in itertools.pairwise(ends) if b > a]
+    waiting = [
+        sum(1 for m in both if real.created[m] <= real.placed[n].bound_s < real.placed[m].bound_s)
+        for n in both
+    ]
+    group_of = {p["name"]: p["group"] for p in stream["pods"]}
+    by_group: dict[str, tuple[Counter[str], Counter[str]]] = defaultdict(lambda: (Counter(), Counter()))
+    for n in both:
+        by_group[group_of[n]][0][real.placed[n].node] += 1
+        by_group[group_of[n]][1][sim[n].node] += 1
+    alike = sum(sum((r & s).values()) for r, s in by_group.values())
     return {
+        "sameNodeByGroup": alike / len(both),
+        "meanWaiting": statistics.fmean(waiting),
+        "medianEventGapMs": 1000 * statistics.median(gaps) if gaps else math.nan,
+        "schedulerAttempts": real.attempts,
         "timerBindings": timer_bindings(real),
         "scoresAlongReal": along,
         "scoresWrong": wrong,
@@ -475,9 +536,9 @@ def report(results: dict[str, list[dict[str, Any]]], streams: dict[str, dict[str
         "agreement, timing apart. *Timer bindings*: real bindings no pod creation or deletion preceded by "
         f"{TIMER_WINDOW_S} s or less (module docstring of `timer_bindings`).",
         "",
-        "| stream | pods | nodes | scores on the real states | same node | same node or a tie | bind order "
-        "(Kendall's tau) | mean wait real / simulated (s) | timer bindings |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| stream | pods | nodes | scores on the real states | same node | same node or a tie | same node, a "
+        "job's pods alike | bind order (Kendall's tau) | mean wait real / simulated (s) | timer bindings |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, runs in results.items():
 
@@ -490,6 +551,7 @@ def report(results: dict[str, list[dict[str, Any]]], streams: dict[str, dict[str
             measure("scoresAlongReal", ".0%"),
             measure("sameNode", ".0%"),
             measure("sameNodeOrTie", ".0%"),
+            measure("sameNodeByGroup", ".0%"),
             measure("kendallTau", ".3f"),
             f"{measure('meanWaitReal', '.2f')} / {measure('meanWaitSimulated', '.2f')}",
             measure("timerBindings", ".0f"),
@@ -513,14 +575,17 @@ def report(results: dict[str, list[dict[str, Any]]], streams: dict[str, dict[str
         if not r["differ"]:
             lines.append(f"* **{name}**: every pod on the real scheduler's node or on a node tied with it.")
             continue
-        later = sum(d["simulatedBoundS"] - d["realBoundS"] > TIMER_WINDOW_S for d in r["differ"])
+        attempts = r["schedulerAttempts"]
         lines.append(
             f"* **{name}**: {len(r['differ'])} pods elsewhere than the real scheduler put them, the first at "
-            f"{min(d['realBoundS'] for d in r['differ']):.1f} s; {r['timerBindings']} real bindings came from a "
-            f"timer of the queue, not an event, and {later} of these pods the simulation bound more than "
-            f"{TIMER_WINDOW_S} s after the real one (a pod the real scheduler retried at its back-off's end, where "
-            "the simulation waited for the next pod to end; once one pod differs, the cluster the next ones see "
-            "differs too):"
+            f"{min(d['realBoundS'] for d in r['differ']):.1f} s (once one pod differs, the cluster the next ones see "
+            f"differs too); {r['timerBindings']} real bindings came from a timer of the queue, not an event. The real "
+            f"scheduler's attempts took {attempts.get('meanMs', math.nan):.1f} ms on average (95th percentile "
+            f"{attempts.get('p95Ms', math.nan):.1f} ms, its log at -v=5), with {r['meanWaiting']:.0f} pods waiting on "
+            f"average at each binding and {r['medianEventGapMs']:.0f} ms between pod ends (median): a pass over the "
+            "waiting pods outlasts the gap between two ends, so a pod one end moved may not have been tried when the "
+            "next end comes, and the real order among waiting pods follows the scheduler's pace; the simulator's "
+            "rounds are instants."
         )
         for d in r["differ"][:8]:
             lines.append(

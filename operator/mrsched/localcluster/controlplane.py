@@ -56,6 +56,10 @@ class ControlPlane:
         return self.kwok_workdir / "clusters" / self.name
 
     @property
+    def scheduler_log(self) -> Path:
+        return self.cluster_dir / "logs" / "kube-scheduler.log"
+
+    @property
     def audit_log(self) -> Path:
         """The apiserver's audit log (:data:`AUDIT_POLICY`): one JSON event per line."""
         return self.cluster_dir / "logs" / "audit.log"
@@ -105,7 +109,12 @@ AUDIT_POLICY: dict[str, Any] = {
 
 
 def kwokctl_config(
-    tool: Toolchain, ports: dict[str, int], *, node_grace_s: float, audit_policy: Path
+    tool: Toolchain,
+    ports: dict[str, int],
+    *,
+    node_grace_s: float,
+    audit_policy: Path,
+    scheduler_verbosity: int | None = None,
 ) -> dict[str, Any]:
     """kwokctl's configuration: local binaries, loopback everywhere, our ports, kwok limited to its nodes."""
     return {
@@ -138,7 +147,13 @@ def kwokctl_config(
                     {"key": "manage-all-nodes", "value": "false"},
                     {"key": "manage-nodes-with-label-selector", "value": KWOK_NODE_SELECTOR},
                 ],
-            }
+            },
+            # kube-scheduler's log level when asked (5: every pod's queue moves and attempts, for a peer check)
+            *(
+                [{"name": "kube-scheduler", "extraArgs": [{"key": "v", "value": str(scheduler_verbosity)}]}]
+                if scheduler_verbosity is not None
+                else []
+            ),
         ],
     }
 
@@ -159,7 +174,13 @@ def _kwokctl(tool: Toolchain, kwok_workdir: Path, *args: str, timeout_s: float =
 
 
 def start_control_plane(
-    tool: Toolchain, name: str, workdir: Path, *, node_grace_s: float = 20.0, timeout_s: float = 90.0
+    tool: Toolchain,
+    name: str,
+    workdir: Path,
+    *,
+    node_grace_s: float = 20.0,
+    timeout_s: float = 90.0,
+    scheduler_verbosity: int | None = None,
 ) -> ControlPlane:
     """Create and start a cluster called ``name`` with its state under ``workdir``; ready when it returns."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -168,7 +189,15 @@ def start_control_plane(
     audit_policy = workdir / "audit-policy.yaml"
     audit_policy.write_text(yaml.safe_dump(AUDIT_POLICY))
     config_path.write_text(
-        yaml.safe_dump(kwokctl_config(tool, ports, node_grace_s=node_grace_s, audit_policy=audit_policy))
+        yaml.safe_dump(
+            kwokctl_config(
+                tool,
+                ports,
+                node_grace_s=node_grace_s,
+                audit_policy=audit_policy,
+                scheduler_verbosity=scheduler_verbosity,
+            )
+        )
     )
     kubeconfig = workdir / "kubeconfig"
     plane = ControlPlane(

@@ -670,7 +670,7 @@ class Dara(SlotPolicy):
             if attempt.task.kind == "map" and attempt.task.job_id in running:
                 running[attempt.task.job_id] += 1
         if sum(running.values()) >= sum(optimal.values()):
-            return f"the mix x* (Eq 4.16) is full on the node: {sum(optimal.values())} containers"
+            return f"the mix x* (Eq 4.16) asks for no more than the node runs ({sum(optimal.values())} containers)"
         short = [a for a in optimal if optimal[a] > running[a]]
         if all(snapshot.job(a).unstarted("map") == 0 for a in short):
             return "x* reserves its containers for jobs with no map left to start"

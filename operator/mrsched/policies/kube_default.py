@@ -17,6 +17,8 @@ that node is no failed attempt (other nodes were not offered), so the queue keep
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from mrsched.core.model import (
     ClusterSnapshot,
     Explanation,
@@ -28,7 +30,7 @@ from mrsched.core.model import (
     TaskOutcome,
     pending_of,
 )
-from mrsched.core.policy import Policy, register
+from mrsched.core.policy import Policy, PolicyConfig, register
 from mrsched.policies.kube_queue import SchedulingQueue
 from mrsched.policies.pending import PendingTasks
 
@@ -94,9 +96,17 @@ def best_nodes(
     return best, best_score, runner_up
 
 
+class KubeDefaultConfig(PolicyConfig):
+    #: The queue model of before issue 49, for measuring what the real queue changed (not kube-scheduler's): the
+    #: pods in job submission order, a job's maps then its reduces past slow-start, and a round stops at the
+    #: first pod that fits nowhere.
+    job_order: bool = Field(False, alias="jobOrder")
+
+
 @register
 class KubeDefault(Policy):
     name = "kube-default"
+    Config = KubeDefaultConfig
     idle_when_nothing_pending = True  # its queue is the pending tasks' pods; an idle round creates none
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -154,7 +164,8 @@ class KubeDefault(Policy):
         mode, as kube-scheduler sees the cluster), the heartbeating node in hadoop mode (the same decision
         opportunities as the slot policies)."""
         now = snapshot.now
-        self._create_pods(snapshot.jobs, now)
+        if not self.config.job_order:  # type: ignore[attr-defined]
+            self._create_pods(snapshot.jobs, now)
         offered = {name: snapshot.nodes[name] for name in nodes if name in snapshot.nodes}
         used = {name: requested(snapshot, name) for name in offered}
         requests = {job.id: (job.map_request, job.reduce_request) for job in snapshot.jobs}
@@ -177,6 +188,14 @@ class KubeDefault(Policy):
             placements.append(placement)
             return True
 
+        if self.config.job_order:  # type: ignore[attr-defined]
+            for job in snapshot.jobs:
+                kinds = ("map", "reduce") if job.reduces_allowed() else ("map",)
+                for kind in kinds:
+                    for task in self._pending.of(job, kind):  # type: ignore[arg-type]
+                        if not bind(task, job.priority, 0):
+                            return placements  # the head pod fits nowhere offered: later pods wait too
+            return placements
         if len(offered) == len(snapshot.nodes):  # a cluster-wide round: kube-scheduler's view
             self._queue.schedule(now, bind)
             # The bindings are watch events for the operator, whose next round (milliseconds later) creates the
