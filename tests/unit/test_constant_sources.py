@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from mrsched.core import catalog, provenance
-from mrsched.simulator import scenario
+from mrsched.simulator import physics_options, scenario
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((REPO / "bench" / "scenarios").glob("*.yaml"))
@@ -109,7 +109,7 @@ def default_fields(module: types.ModuleType) -> tuple[set[str], set[str]]:
     return needed, allowed
 
 
-@pytest.mark.parametrize("module", [catalog, scenario], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [catalog, scenario, physics_options], ids=lambda m: m.__name__)
 def test_every_code_default_has_a_source(module: types.ModuleType) -> None:
     sources: dict[str, str] = module.DEFAULT_SOURCES
     needed, allowed = default_fields(module)
