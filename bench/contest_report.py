@@ -67,6 +67,9 @@ def collect(names: list[str], seeds: list[int], raw: Path) -> dict[str, dict[str
             "lower_bound_s": _mean([r["lower_bound"]["makespan_s"] for r in runs]),
             "mean_bound_s": _mean([r["lower_bound"]["mean_job_time_s"] for r in runs]),
             "old_bound_s": _mean([r["lower_bound"]["old_makespan_s"] for r in runs]),
+            "old_first_attempt_s": _mean(
+                [r["lower_bound"].get("old_first_attempt_s", math.nan) for r in runs]
+            ),
             "policies": policies,
             "bound": runs[0]["lower_bound"],
             "seeds": [r["seed"] for r in runs],
@@ -371,7 +374,13 @@ def report(
         "Every policy's makespan was at or above the makespan bound, and its mean job time at or above the "
         "mean-job-time bound, on every seed. The makespan bound is "
         + ", ".join(f"{n} {row['lower_bound_s'] / row['old_bound_s']:.2f}x" for n, row in table.items())
-        + " the bound before issue 49 (its formula on the same jobs)."
+        + " the bound before issue 49 (its formula on the same jobs, each task at its least time over the attempts "
+        "that may succeed), and "
+        + ", ".join(
+            f"{n} {row['lower_bound_s'] / row['old_first_attempt_s']:.2f}x" for n, row in table.items()
+        )
+        + " that formula as it was computed, with each task's first attempt (not a bound once a speculative "
+        "copy may finish first)."
         if not broken
         else ""
     )

@@ -26,7 +26,17 @@ import sys
 from pathlib import Path
 
 from contest_report import collect, report
-from contest_setup import NOT_RUN, PESSIMISTIC, RECOMMENDED, ROOT, SCENARIOS, VARIANTS, explain_one, sweep
+from contest_setup import (
+    NOT_RUN,
+    PESSIMISTIC,
+    RECOMMENDED,
+    ROOT,
+    SCENARIOS,
+    VARIANTS,
+    explain_one,
+    rebound,
+    sweep,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         "--report-only", action="store_true", help="no runs: the report from what the cache holds"
     )
     parser.add_argument(
+        "--rebound", action="store_true", help="recompute the cached runs' lower bounds, then the report"
+    )
+    parser.add_argument(
         "--physics",
         choices=list(VARIANTS),
         default="measured",
@@ -54,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     only = args.policies.split(",") if args.policies else None
     variant_raw = {v: args.raw.with_name(f"{args.raw.name}-{v}") for v in VARIANTS if VARIANTS[v]}
     if args.physics != "measured":  # a sensitivity sweep: its cache only; the report is the measured one's
+        if args.rebound:
+            rebound(variant_raw[args.physics], VARIANTS[args.physics])
+            return 0
         sweep(
             names,
             seeds,
@@ -64,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
             variant=VARIANTS[args.physics],
         )
         return 0
-    if not args.report_only:
+    if args.rebound:
+        rebound(args.raw)
+    elif not args.report_only:
         sweep(names, seeds, args.raw, args.jobs, args.fresh, only)
     table = collect(names, seeds, args.raw)
     explained = {}

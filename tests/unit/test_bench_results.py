@@ -57,7 +57,8 @@ def test_lower_bound_holds_for_every_policy_and_seed(path: Path) -> None:
 def test_the_mean_job_time_bound_holds_and_the_makespan_bound_is_at_least_the_old_one(path: Path) -> None:
     """Every result was run with the bounds of issue 49: the mean-job-time bound at or below every policy's mean
     job time on every seed in which no job failed (a failed job leaves the mean), and the makespan bound at
-    least the bound of before issue 49 (``old_makespan_s``, its formula on the same jobs and physics)."""
+    least the bound of before issue 49 (``old_makespan_s``: its formula on the same jobs and physics, each task
+    at its least time over the attempts that may succeed)."""
     result = _load(path)
     for bound in result["lower_bound_per_seed"]:
         assert bound["makespan_s"] >= bound["old_makespan_s"] - 1e-6, bound

@@ -93,25 +93,39 @@ def report(results: dict[str, list[dict[str, Any]]], streams: dict[str, dict[str
     for name, runs in results.items():
         r = runs[0]
         if r["scoresWrong"]:
-            lines.append(f"* **{name}**: the scores disagree on {len(r['scoresWrong'])} real bindings:")
+            lines.append(
+                f"* **{name}**: the scores rank the real node lower on {len(r['scoresWrong'])} real bindings, each "
+                "within a few hundredths of a second of a pod's deletion, which the scheduler's cache may not yet "
+                "have seen (the state rebuilt here counts the pod gone):"
+            )
             lines += [
-                f"  * {w['pod']} at {w['boundS']} s: real {w['real']}, best {', '.join(w['best'])}"
+                f"  * {w['pod']} at {w['boundS']} s, {w['sinceEndMs']} ms after a deletion: real {w['real']}, "
+                f"best {', '.join(w['best'])}"
                 for w in r["scoresWrong"][:5]
             ]
         if not r["differ"]:
             lines.append(f"* **{name}**: every pod on the real scheduler's node or on a node tied with it.")
             continue
         attempts = r["schedulerAttempts"]
+        interval, gap = attempts.get("intervalMs", math.nan), r["medianEventGapMs"]
+        pass_ms = r["meanWaiting"] * interval
+        pace = (
+            f"a pass over the {r['meanWaiting']:.0f} pods waiting on average takes about {pass_ms:.0f} ms, "
+            + (
+                f"longer than the {gap:.0f} ms between two pod ends (median): a pod one end moved may not have been "
+                "tried when the next end comes, so the real order among waiting pods follows the scheduler's pace, "
+                "where the simulator's rounds are instants"
+                if pass_ms > gap
+                else f"shorter than the {gap:.0f} ms between two pod ends (median): the pace does not explain it"
+            )
+        )
         lines.append(
             f"* **{name}**: {len(r['differ'])} pods elsewhere than the real scheduler put them, the first at "
             f"{min(d['realBoundS'] for d in r['differ']):.1f} s (once one pod differs, the cluster the next ones see "
             f"differs too); {r['timerBindings']} real bindings came from a timer of the queue, not an event. The real "
-            f"scheduler's attempts took {attempts.get('meanMs', math.nan):.1f} ms on average (95th percentile "
-            f"{attempts.get('p95Ms', math.nan):.1f} ms, its log at -v=5), with {r['meanWaiting']:.0f} pods waiting on "
-            f"average at each binding and {r['medianEventGapMs']:.0f} ms between pod ends (median): a pass over the "
-            "waiting pods outlasts the gap between two ends, so a pod one end moved may not have been tried when the "
-            "next end comes, and the real order among waiting pods follows the scheduler's pace; the simulator's "
-            "rounds are instants."
+            f"scheduler's attempts took {attempts.get('meanMs', math.nan):.1f} ms each and followed one another "
+            f"every {interval:.0f} ms on average (median {attempts.get('intervalMedianMs', math.nan):.0f} ms; its "
+            f"log at -v=5); {pace}."
         )
         for d in r["differ"][:8]:
             lines.append(

@@ -142,6 +142,7 @@ def scores_along(stream: dict[str, Any], real: Real) -> tuple[float, list[dict[s
     nodes = {n["name"]: Node(n["name"], n["cpu"], float(n["memoryMiB"])) for n in stream["nodes"]}
     bound = sorted(real.placed, key=lambda n: real.placed[n].bound_s)
     agree, wrong = 0, []
+    ends = sorted(real.ended.values())
     for i, name in enumerate(bound):
         at = real.placed[name].bound_s
         used = {n: (0.0, 0.0) for n in nodes}
@@ -154,7 +155,17 @@ def scores_along(stream: dict[str, Any], real: Real) -> tuple[float, list[dict[s
         if real.placed[name].node in best:
             agree += 1
         else:
-            wrong.append({"pod": name, "real": real.placed[name].node, "best": best, "boundS": round(at, 3)})
+            before = bisect.bisect_right(ends, at)
+            since = at - ends[before - 1] if before else math.inf  # the last pod deletion before it
+            wrong.append(
+                {
+                    "pod": name,
+                    "real": real.placed[name].node,
+                    "best": best,
+                    "boundS": round(at, 3),
+                    "sinceEndMs": round(1000 * since),
+                }
+            )
     return agree / max(len(bound), 1), wrong
 
 

@@ -55,7 +55,8 @@ def lower_bound(sim: Simulation, jobs: list[Job], *, mode: str | None = None) ->
     own = release + maps_alone + reduces_after
     out: dict[str, Any] = {
         **{k: v for k, v in old.items() if k != "makespan_s"},
-        "old_makespan_s": before["makespan_s"],
+        "old_makespan_s": old["makespan_s"],
+        "old_first_attempt_s": before["makespan_s"],
         "per_job_bound_s": float(own.max()) if len(own) else 0.0,
         "capacity_bound_s": math.nan,
         "capacity_method": "none",
@@ -210,9 +211,10 @@ def _mean_job_time(
 def _old_bounds(sim: Simulation, times: TaskTimes, factor: np.ndarray | None) -> dict[str, float]:
     """The bounds of before issue 49, each task's time scaled by ``factor`` (per task and node): the work bound,
     the critical path, and the slot bound (the map phase as the fractional assignment of each job's maps, each
-    holding its slot as long as the job's shortest map there, from the first submission). With the first
-    attempt's factors, as they were computed (``old_makespan_s``, what the new bound is never below); with the
-    least over every possible attempt, a speculative copy's too, what they are as bounds."""
+    holding its slot as long as the job's shortest map there, from the first submission). With the least
+    factor over every attempt that may succeed, a speculative copy's too (``old_makespan_s``), they are bounds
+    and the new makespan bound is never below them; with the first attempt's factors, as they were computed
+    when no run speculated (``old_first_attempt_s``), they are not bounds once a faster copy may win."""
     jobs, job_of = times.jobs, times.job_of
     caps = sim.noise_free_capabilities
     maps = ~times.is_reduce
