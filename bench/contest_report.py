@@ -97,7 +97,7 @@ def misses(row: dict[str, Any]) -> tuple[bool, bool]:
     return rec["mean_job_time_s"] >= kube["mean_job_time_s"], rec["makespan_s"] > 1.25 * row["lower_bound_s"]
 
 
-def _why(name: str, row: dict[str, Any], explained: dict[str, Any]) -> list[str]:
+def why(name: str, row: dict[str, Any], explained: dict[str, Any]) -> list[str]:
     """The figures that separate the recommended policy from kube-default in one scenario, traced on one seed."""
     bound = row["lower_bound_s"]
     ran = {
@@ -338,7 +338,7 @@ def report(
         "once, the time from a job's last map to its end. A sentence appears only where its figure stands out "
         "(the thresholds: `describe`).",
         "",
-        *[line for n, row in table.items() if any(misses(row)) for line in _why(n, row, explained)],
+        *[line for n, row in table.items() if any(misses(row)) for line in why(n, row, explained)],
         "",
         *_decomposition(table),
         *([*_sensitivity(table, sensitivity[0], sensitivity[1]), sensitivity[2], ""] if sensitivity else []),

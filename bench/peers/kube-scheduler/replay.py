@@ -64,9 +64,12 @@ def simulate(stream: dict[str, Any], real: Real, seed: int = 1) -> dict[str, Pla
     input is the real run's: each pod created when the real one was (a group's dependents too: when to create
     them is the operator's rule, not the scheduler's), each pod deleted when the real one was if it is bound by
     then (else its run time after its binding, plus the real deletion's delay); a tie broken as the real
-    scheduler broke it when its node is among the best. Times
-    are shifted by the real clock's fraction of a second at 0 (the back-off window is whole seconds of the wall
-    clock)."""
+    scheduler broke it when its node is among the best. The pods of one group (a job's maps, or its reduces:
+    the same requests and priority) are alike to the scheduler, and which of them its queue pops first is set by
+    timestamps microseconds apart; so the k-th pod of a group bound here is the k-th the real scheduler bound
+    (its run time, its deletion, its name in the comparison): a tie of the queue broken as the real one broke
+    it, as node ties are. Times are shifted by the real clock's fraction of a second at 0 (the back-off window
+    is whole seconds of the wall clock)."""
     rng = random.Random(seed)
     offset = real.offset
     pods = {p["name"]: p for p in stream["pods"]}
@@ -79,6 +82,17 @@ def simulate(stream: dict[str, Any], real: Real, seed: int = 1) -> dict[str, Pla
         for n in real.ended
         if n in real.placed
     }
+    groups = _groups(stream)
+    for names in groups.values():  # alike: the same requests and priority
+        shapes = {(pods[n]["cpu"], pods[n]["memoryMiB"], pods[n].get("priority", 0)) for n in names}
+        assert len(shapes) == 1, f"a group's pods differ in requests or priority: {names}"
+    group_of = {n: g for g, names in groups.items() for n in names}
+    real_rank = {  # the real binding order, then any pod the real run never bound
+        g: sorted((n for n in names if n in real.placed), key=lambda n: real.placed[n].bound_s)
+        + [n for n in names if n not in real.placed]
+        for g, names in groups.items()
+    }
+    bound_in_group: Counter[str] = Counter()
     queue = SchedulingQueue()
     placed: dict[str, Placed] = {}
     events: list[tuple[float, int, str, str]] = []
@@ -93,11 +107,14 @@ def simulate(stream: dict[str, Any], real: Real, seed: int = 1) -> dict[str, Pla
         push(real.created[name] + offset, "create", name)
 
     def bind(task: Task, priority: int, failures: int) -> bool:
-        name = by_key[task.key]
-        pod = pods[name]
+        pod = pods[by_key[task.key]]
         best, _, _ = best_nodes(nodes, used, Resources(pod["cpu"], float(pod["memoryMiB"])))
         if not best:
             return False
+        group = group_of[by_key[task.key]]
+        rank, bound_in_group[group] = bound_in_group[group], bound_in_group[group] + 1
+        name = real_rank[group][rank]
+        pod = pods[name]
         done = real.placed.get(name)
         chosen = done.node if done is not None and done.node in best else rng.choice(best)
         cpu, mem = used[chosen]
@@ -133,6 +150,17 @@ def simulate(stream: dict[str, Any], real: Real, seed: int = 1) -> dict[str, Pla
 # --- comparison and report --------------------------------------------------------------------------------------
 
 
+#: How soon after a binding another may land that the scheduler had already decided (kube-scheduler's binding
+#: cycle runs in its own goroutine, after the pod is assumed in its cache): seconds, a stated assumption.
+ASYNC_BIND_S = 0.1
+
+
+def since_end_ms(ends: list[float], at: float) -> int | None:
+    """Milliseconds from the last of the sorted pod deletions ``ends`` before ``at`` to ``at`` (None: none)."""
+    before = bisect.bisect_right(ends, at)
+    return round(1000 * (at - ends[before - 1])) if before else None
+
+
 def scores_along(stream: dict[str, Any], real: Real) -> tuple[float, list[dict[str, Any]]]:
     """The simulator's scores on the real run's own states: for each real binding, the pods bound before it and
     not yet deleted on each node, and whether the node the real scheduler chose is among the nodes
@@ -155,15 +183,21 @@ def scores_along(stream: dict[str, Any], real: Real) -> tuple[float, list[dict[s
         if real.placed[name].node in best:
             agree += 1
         else:
-            before = bisect.bisect_right(ends, at)
-            since = at - ends[before - 1] if before else math.inf  # the last pod deletion before it
             wrong.append(
                 {
                     "pod": name,
                     "real": real.placed[name].node,
                     "best": best,
                     "boundS": round(at, 3),
-                    "sinceEndMs": round(1000 * since),
+                    "sinceEndMs": since_end_ms(ends, at),
+                    # pods created before it whose binding landed just after it: the scheduler may already
+                    # have assumed them on their nodes (its binding cycle runs asynchronously)
+                    "earlierBoundAfter": [
+                        o
+                        for o in bound[i + 1 :]
+                        if real.created[o] < real.created[name]
+                        and real.placed[o].bound_s - at <= ASYNC_BIND_S
+                    ],
                 }
             )
     return agree / max(len(bound), 1), wrong
@@ -209,6 +243,7 @@ def compare(stream: dict[str, Any], real: Real, sim: dict[str, Placed]) -> dict[
             "ties": sim[n].ties,
             "realBoundS": round(real_placed[n].bound_s, 2),
             "simulatedBoundS": round(sim[n].bound_s, 2),
+            "sinceEndMs": since_end_ms(sorted(real.ended.values()), real_placed[n].bound_s),
         }
         for n in both
         if real_placed[n].node not in sim[n].ties
@@ -228,6 +263,7 @@ def compare(stream: dict[str, Any], real: Real, sim: dict[str, Placed]) -> dict[
     alike = sum(sum((r & s).values()) for r, s in by_group.values())
     return {
         "sameNodeByGroup": alike / len(both),
+        "groupCountsDiffer": len(both) - alike,
         "meanWaiting": statistics.fmean(waiting),
         "medianEventGapMs": 1000 * statistics.median(gaps) if gaps else math.nan,
         "schedulerAttempts": real.attempts,

@@ -100,6 +100,11 @@ def scenario_for(trace: str, scheduler: str, cluster: sls_peer.Cluster) -> dict[
             "concurrency": "requests",
             "heartbeatS": cluster.heartbeat_ms / 1000.0,
             "physics": {"replayMeasuredTime": True},
+            # SLS's MRAMSimulator replays each trace task once and asks for no speculative attempt.
+            "speculation": {
+                "enabled": False,
+                "reason": "SLS 3.3.5's MRAMSimulator runs each trace task once: no speculative attempts",
+            },
             "yarn": {
                 "amMemoryMB": cluster.am_memory_mb,
                 "amVcores": cluster.am_vcores,

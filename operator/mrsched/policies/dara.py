@@ -669,6 +669,8 @@ class Dara(SlotPolicy):
         for attempt in snapshot.running.get(node, ()):
             if attempt.task.kind == "map" and attempt.task.job_id in running:
                 running[attempt.task.job_id] += 1
+        if not sum(optimal.values()):
+            return "the mix x* (Eq 4.16) holds no container on the node for any job it optimises"
         if sum(running.values()) >= sum(optimal.values()):
             return f"the mix x* (Eq 4.16) asks for no more than the node runs ({sum(optimal.values())} containers)"
         short = [a for a in optimal if optimal[a] > running[a]]
