@@ -17,7 +17,7 @@ from swim_cut import SWIM_DAY, four_hours
 from mrsched.core.catalog import expand_layout
 from mrsched.simulator.bounds import lower_bound
 from mrsched.simulator.parity import share_offline_inputs
-from mrsched.simulator.run import build_simulation, summarise
+from mrsched.simulator.run import build_simulation, physics_label, summarise
 from mrsched.simulator.scenario import PhysicsVariant, Scenario, load_scenario
 from mrsched.simulator.trace import RunTrace
 from mrsched.simulator.workload import build_jobs
@@ -208,6 +208,7 @@ def rebound(raw: Path, variant: dict[str, Any] | None = None) -> None:
     for path in sorted(raw.glob("*-s[0-9]*.json")):
         held = json.loads(path.read_text())
         held["lower_bound"] = bound_of(held["scenario"], held["seed"], variant)
+        held.update(physics_label(contest_scenario(held["scenario"], variant=variant)[0].cluster))
         path.write_text(json.dumps(held, indent=1) + "\n")
         print(
             f"{held['scenario']} seed {held['seed']}: bound {held['lower_bound']['makespan_s']:.0f} s",
@@ -251,6 +252,7 @@ def sweep(
                 json.loads(path.read_text()) if path.exists() else {"scenario": n, "seed": s, "policies": {}}
             )
             held["lower_bound"] = bound
+            held.update(physics_label(contest_scenario(n, variant=variant)[0].cluster))
             held["policies"][p] = entry
             held["policies"] = {q: held["policies"][q] for q in orders[n] if q in held["policies"]}
             path.write_text(json.dumps(held, indent=1) + "\n")

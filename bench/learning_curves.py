@@ -42,6 +42,7 @@ from mrsched.core.policy import Policy, TruePhysics
 from mrsched.policies import make_policy
 from mrsched.policies.throughput import Throughput
 from mrsched.simulator.engine import Simulation
+from mrsched.simulator.run import physics_label
 from mrsched.simulator.scenario import Scenario, load_scenario
 from mrsched.simulator.workload import build_jobs
 
@@ -426,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.json").write_text(
         json.dumps(
             {
+                **physics_label(scenario.cluster),
                 "summary": summary,
                 "true_theta": data["true_theta"],
                 "probes": data["probes"],

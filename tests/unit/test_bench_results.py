@@ -21,6 +21,10 @@ from mrsched.simulator.scenario import MODES, load_scenario, policy_name
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 SCENARIOS = RESULTS.parent / "scenarios"
 COMMITTED = sorted(p for mode in MODES for p in (RESULTS / mode).glob("*/results.json"))
+#: Every other committed run record: each results.json elsewhere and the contests' per-seed caches.
+OTHER_RUNS = sorted(
+    {*RESULTS.rglob("results.json"), *RESULTS.glob("kubernetes-*/*-s[0-9]*.json")} - set(COMMITTED)
+)
 
 
 def _load(path: Path) -> dict:
@@ -68,7 +72,9 @@ def test_the_mean_job_time_bound_holds_and_the_makespan_bound_is_at_least_the_ol
                 assert bound["mean_job_time_s"] <= run["mean_job_time_s"] + 1e-6, (name, bound, run)
 
 
-@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+@pytest.mark.parametrize(
+    "path", COMMITTED + OTHER_RUNS, ids=lambda p: str(p.relative_to(RESULTS)).removesuffix(".json")
+)
 def test_every_result_says_which_physics_it_ran(path: Path) -> None:
     result = _load(path)
     assert set(result["physics"]) >= {"on", "off"}
