@@ -17,8 +17,9 @@ from swim_cut import SWIM_DAY, four_hours
 from mrsched.core.catalog import expand_layout
 from mrsched.simulator.bounds import lower_bound
 from mrsched.simulator.parity import share_offline_inputs
-from mrsched.simulator.run import build_simulation, physics_label, summarise
+from mrsched.simulator.run import build_simulation
 from mrsched.simulator.scenario import PhysicsVariant, Scenario, load_scenario
+from mrsched.simulator.summary import physics_label, summarise
 from mrsched.simulator.trace import RunTrace
 from mrsched.simulator.workload import build_jobs
 

@@ -42,8 +42,8 @@ from mrsched.core.policy import Policy, TruePhysics
 from mrsched.policies import make_policy
 from mrsched.policies.throughput import Throughput
 from mrsched.simulator.engine import Simulation
-from mrsched.simulator.run import physics_label
 from mrsched.simulator.scenario import Scenario, load_scenario
+from mrsched.simulator.summary import physics_label
 from mrsched.simulator.workload import build_jobs
 
 #: The ThroughputScheduler variants compared: the thesis' stopping rule alone, and with the digest's I3-5 (b)

@@ -16,8 +16,9 @@ from mrsched.core.policy import Policy, TruePhysics
 from mrsched.policies import make_policy, policy_names
 from mrsched.policies.kube_default import KubeDefault
 from mrsched.simulator.engine import Simulation
-from mrsched.simulator.run import build_simulation, run_scenario, summarise
+from mrsched.simulator.run import build_simulation, run_scenario
 from mrsched.simulator.scenario import PhysicsOptions, Scenario, ScenarioError, load_scenario
+from mrsched.simulator.summary import summarise
 from mrsched.simulator.workload import build_jobs
 
 BASE: dict[str, Any] = {

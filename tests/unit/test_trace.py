@@ -12,8 +12,9 @@ from mrsched.core.catalog import expand_layout
 from mrsched.core.model import ClusterSnapshot, Explanation, Placement
 from mrsched.core.policy import Policy
 from mrsched.simulator.engine import Simulation
-from mrsched.simulator.run import build_simulation, summarise
+from mrsched.simulator.run import build_simulation
 from mrsched.simulator.scenario import Scenario, load_scenario
+from mrsched.simulator.summary import summarise
 from mrsched.simulator.trace import RunTrace, describe
 from mrsched.simulator.workload import build_jobs
 
