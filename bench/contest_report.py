@@ -11,6 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from contest_sections import decomposition, experiment_lines, offline_lines, sensitivity_table
 from contest_setup import (
     BASELINES,
     DECOMPOSITION,
@@ -21,18 +22,19 @@ from contest_setup import (
     RECOMMENDED,
     REFERENCE,
     SCENARIOS,
-    contest_scenario,
-    policies_for,
     seeds_of,
 )
-from scipy.stats import spearmanr
 
-from mrsched.simulator.parity import offline_inputs
 from mrsched.simulator.trace import describe
 
 
 def _mean(values: list[float]) -> float:
     return statistics.fmean(values) if values else math.nan
+
+
+def _times(value: float, reference: float) -> str:
+    """``value`` as a multiple of ``reference`` ("-" where there is none to divide by)."""
+    return f"{value / reference:.2f}x" if reference and not math.isnan(reference) else "-"
 
 
 def collect(names: list[str], seeds: list[int], raw: Path) -> dict[str, dict[str, Any]]:
@@ -45,8 +47,12 @@ def collect(names: list[str], seeds: list[int], raw: Path) -> dict[str, dict[str
         if not runs:
             continue
         policies: dict[str, dict[str, Any]] = {}
-        for policy in runs[0]["policies"]:
-            per = [r["policies"][policy] for r in runs]
+        for policy in dict.fromkeys(p for r in runs for p in r["policies"]):
+            per = [r["policies"][policy] for r in runs if policy in r["policies"]]
+            if len(per) < len(
+                runs
+            ):  # --report-only on a partial cache: a policy reported on every seed or not
+                continue
             errors = [p["error"] for p in per if "error" in p]
             if errors:
                 policies[policy] = {"error": errors[0]}
@@ -139,127 +145,6 @@ def why(name: str, row: dict[str, Any], explained: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _offline_lines(names: list[str]) -> list[str]:
-    """What each policy is given before the run, where any is given anything (mrsched.simulator.parity)."""
-    out = []
-    for name in names:
-        scenario, _ = contest_scenario(name)
-        given = offline_inputs(scenario, [p for p in policies_for(scenario) if p not in DECOMPOSITION])
-        held = {p: g for p, g in given.items() if g}
-        if held:
-            out.append(f"* {name}: " + "; ".join(f"{p}: {', '.join(g)}" for p, g in held.items()))
-    return out
-
-
-def _experiment_lines(table: dict[str, dict[str, Any]]) -> list[str]:
-    """What each experiment (:data:`EXPERIMENTS`) is, and how it fared against kube-default here."""
-    out = []
-    for label, options in EXPERIMENTS.items():
-        rows = [
-            row
-            for row in table.values()
-            if "error" not in row["policies"].get(label, {"error": ""})
-            and "error" not in row["policies"].get(RECOMMENDED, {"error": ""})
-        ]
-        kube = [row["policies"]["kube-default"]["mean_job_time_s"] for row in rows]
-        wins = sum(row["policies"][label]["mean_job_time_s"] < k for row, k in zip(rows, kube, strict=True))
-        base = sum(
-            row["policies"][RECOMMENDED]["mean_job_time_s"] < k for row, k in zip(rows, kube, strict=True)
-        )
-        out += [
-            f"`{label}` is an experiment, not shipped: {RECOMMENDED} with {json.dumps(options)} (ours: on "
-            "Kubernetes, mix only the jobs with the least work left that fill the cluster, the others joining as "
-            "they run down). It was chosen on this contest's scenarios before issue 49, so this table is no test "
-            f"of it: here its mean job time is below kube-default's on {wins} of {len(rows)} scenarios, "
-            f"{RECOMMENDED}'s on {base}; the held-out run (bench/results/kubernetes-heldout.md) judges it.",
-            "",
-        ]
-    return out
-
-
-def _sensitivity(
-    table: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]] | None, label: str
-) -> list[str]:
-    """Per scenario, under the measured and the other physics: kube-default's mean job time, the recommended
-    policy's and the best policy's against it, the four fastest policies; and whether the recommended policy's
-    verdict against kube-default and the policies' order (Spearman's rho of their mean job times) survive."""
-    if not other:
-        return []
-    lines = [
-        f"## Physics sensitivity: the same runs under {label}",
-        "",
-        "| scenario | physics | kube-default mean job (s) | "
-        f"{RECOMMENDED} / kube-default | best policy (mean job / kube-default) | the four fastest |",
-        "|---|---|---:|---:|---|---|",
-    ]
-    same_verdict, rhos = 0, []
-    for name, row in table.items():
-        if name not in other:
-            continue
-        means = []
-        verdicts = []
-        for physics, r in (("measured", row), (label, other[name])):
-            ran = {
-                p: v
-                for p, v in r["policies"].items()
-                if "error" not in v and p not in {*EXPERIMENTS, *DECOMPOSITION}
-            }
-            kube = ran["kube-default"]["mean_job_time_s"]
-            order = sorted(ran, key=lambda p: ran[p]["mean_job_time_s"])
-            best = next(p for p in order if p not in REFERENCE)
-            lines.append(
-                f"| {name} | {physics} | {kube:.0f} | {ran[RECOMMENDED]['mean_job_time_s'] / kube:.2f} | "
-                f"{best} ({ran[best]['mean_job_time_s'] / kube:.2f}) | {', '.join(order[:4])} |"
-            )
-            means.append({p: v["mean_job_time_s"] for p, v in ran.items()})
-            verdicts.append(ran[RECOMMENDED]["mean_job_time_s"] < kube)
-        same_verdict += verdicts[0] == verdicts[1]
-        both = sorted(set(means[0]) & set(means[1]))
-        rhos.append(float(spearmanr([means[0][p] for p in both], [means[1][p] for p in both]).statistic))
-    lines += [
-        "",
-        f"{RECOMMENDED}'s verdict against kube-default (mean job time below or not) is the same under both "
-        f"physics on {same_verdict} of {len(rhos)} scenarios; the policies' order by mean job time correlates "
-        f"between them by Spearman's rho {statistics.median(rhos):.2f} at the median (lowest "
-        f"{min(rhos):.2f}).",
-        "",
-    ]
-    return lines
-
-
-def _decomposition(table: dict[str, dict[str, Any]]) -> list[str]:
-    """What two of issue 49's changes did, per scenario: kube-default's mean job time with its real queue and
-    with the queue model of before; the recommended policy's with and without the α parity gives it."""
-    rows = []
-    for name, row in table.items():
-        ran = row["policies"]
-        kube, old = ran.get("kube-default", {}), ran.get("kube-default:job-order", {})
-        if "mean_job_time_s" not in kube or "mean_job_time_s" not in old:
-            continue
-        rec, bare = ran.get(RECOMMENDED, {}), ran.get(f"{RECOMMENDED}:without-alpha", {})
-        alpha = (
-            f"{rec['mean_job_time_s']:.0f} / {bare['mean_job_time_s']:.0f}"
-            if "mean_job_time_s" in rec and "mean_job_time_s" in bare
-            else "- (no α given)"
-        )
-        rows.append(f"| {name} | {kube['mean_job_time_s']:.0f} / {old['mean_job_time_s']:.0f} | {alpha} |")
-    if not rows:
-        return []
-    return [
-        "## What the real queue and α parity changed (measured)",
-        "",
-        "Mean job time (s), means over the seeds: kube-default with kube-scheduler's queue (this contest's) / "
-        "with the queue model of before issue 49 (the pods in job submission order, a round stopped at the first "
-        f"pod that fits nowhere: `{next(iter(DECOMPOSITION))}`); {RECOMMENDED} with DARA's α (parity) / without "
-        "it (as it ran before, the Fair fallback's until a class is fitted online).",
-        "",
-        f"| scenario | kube-default: real queue / job order | {RECOMMENDED}: with α / without |",
-        "|---|---:|---:|",
-        *rows,
-        "",
-    ]
-
-
 def report(
     table: dict[str, dict[str, Any]],
     seeds: list[int],
@@ -288,7 +173,8 @@ def report(
         "(mrsched.simulator.bounds) hold for every policy and seed (checked below): the makespan bound is the "
         "largest of the work bound, the critical path, each job's own bound (its maps alone on the empty "
         "cluster, then its reduces) and the per-task LP packing every task's least pod-time into the nodes' "
-        "places with release dates; the mean-job-time bound, each job's own bound matched with SRPT's on one "
+        "places with release dates (past 200,000 task-node pairs its Lagrangian dual: the SWIM hours); the "
+        "mean-job-time bound, each job's own bound matched with SRPT's on one "
         "machine of the cluster's capacity. **Bold**: the mrsched policy with the lowest mean job time in the "
         "row (greedy-informed excluded: it is given the true physics and runs only in the simulator).",
         "",
@@ -297,9 +183,9 @@ def report(
         "Offline inputs, the same for every policy that can use them (mrsched.simulator.parity): DARA's α where "
         "a scenario gives it, to dara and diagnosis; probes to throughput; the rest use neither.",
         "",
-        *_offline_lines(list(table)),
+        *offline_lines(list(table)),
         "",
-        *_experiment_lines(table),
+        *experiment_lines(table),
     ]
     header = " | ".join(policies)
     lines += [
@@ -340,8 +226,12 @@ def report(
         "",
         *[line for n, row in table.items() if any(misses(row)) for line in why(n, row, explained)],
         "",
-        *_decomposition(table),
-        *([*_sensitivity(table, sensitivity[0], sensitivity[1]), sensitivity[2], ""] if sensitivity else []),
+        *decomposition(table),
+        *(
+            [*sensitivity_table(table, sensitivity[0], sensitivity[1]), sensitivity[2], ""]
+            if sensitivity
+            else []
+        ),
         "## The scenarios",
         "",
         *[
@@ -373,11 +263,11 @@ def report(
     lines.append(
         "Every policy's makespan was at or above the makespan bound, and its mean job time at or above the "
         "mean-job-time bound, on every seed. The makespan bound is "
-        + ", ".join(f"{n} {row['lower_bound_s'] / row['old_bound_s']:.2f}x" for n, row in table.items())
+        + ", ".join(f"{n} {_times(row['lower_bound_s'], row['old_bound_s'])}" for n, row in table.items())
         + " the bound before issue 49 (its formula on the same jobs, each task at its least time over the attempts "
         "that may succeed), and "
         + ", ".join(
-            f"{n} {row['lower_bound_s'] / row['old_first_attempt_s']:.2f}x" for n, row in table.items()
+            f"{n} {_times(row['lower_bound_s'], row['old_first_attempt_s'])}" for n, row in table.items()
         )
         + " that formula as it was computed, with each task's first attempt (not a bound once a speculative "
         "copy may finish first)."

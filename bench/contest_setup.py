@@ -110,11 +110,8 @@ def contest_scenario(
     return scenario, [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
 
 
-def run_one(
-    name: str, seed: int, policy: str, variant: dict[str, Any] | None = None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One scenario and seed under one contest policy, in kubernetes mode by requests: its entry, and the
-    scenario's lower bound for that seed."""
+def run_one(name: str, seed: int, policy: str, variant: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One scenario and seed under one contest policy, in kubernetes mode by requests: its entry."""
     return run_policy_on(name, seed, policy, EXPERIMENTS.get(policy) or DECOMPOSITION.get(policy), variant)
 
 
@@ -124,7 +121,7 @@ def run_policy_on(
     policy: str,
     options: dict[str, Any] | None = None,
     variant: dict[str, Any] | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> dict[str, Any]:
     """:func:`run_one` for any policy entry, with ``options`` over the scenario's own for it."""
     scenario, data_nodes = contest_scenario(name, variant=variant)
     if options:
@@ -133,11 +130,10 @@ def run_policy_on(
     started = time.monotonic()
     jobs = build_jobs(scenario, data_nodes, seed)
     sim = build_simulation(scenario, policy, seed, jobs, mode="kubernetes")
-    bound = lower_bound(sim, jobs)
     try:
         result = sim.run()
     except Exception as err:  # a policy that cannot run here is reported with its reason, not dropped
-        return {"error": f"{type(err).__name__}: {err}"}, bound
+        return {"error": f"{type(err).__name__}: {err}"}
     summary = summarise(result)
     entry = {
         "makespan_s": summary["makespan_s"],
@@ -146,7 +142,7 @@ def run_policy_on(
         "events": result.events,
         "wall_s": time.monotonic() - started,
     }
-    return entry, bound
+    return entry
 
 
 #: How a placement's explanation says who chose its map (DARA's and diagnosis's reasons; others are "policy").
@@ -232,7 +228,8 @@ def sweep(
     variant: dict[str, Any] | None = None,
 ) -> None:
     """Every (scenario, seed, policy) the cache lacks, ``jobs`` at a time, for the ``policies`` of each scenario;
-    ``fresh`` re-runs what it holds, of every policy or of ``only`` (their entries replaced, the others' kept)."""
+    ``fresh`` re-runs what it holds, of every policy or of ``only`` (their entries replaced, the others' kept).
+    Each (scenario, seed) run gets its lower bounds once, on the scenario's own cluster (:func:`bound_of`)."""
     raw.mkdir(parents=True, exist_ok=True)
     orders = {n: policies(load_contest_scenario(n)) for n in names}
     todo = []
@@ -241,20 +238,24 @@ def sweep(
             path = raw / f"{n}-s{s}.json"
             held = json.loads(path.read_text())["policies"] if path.exists() else {}
             todo += [(n, s, p) for p in orders[n] if p not in held or (fresh and (only is None or p in only))]
-    todo.sort(key=lambda run: run[0] != "swim-day-100-nodes")  # the longest first: the pool ends sooner
+    todo.sort(key=lambda run: run[0] != SWIM_DAY)  # the longest first: the pool ends sooner
+    bounds = sorted({(n, s) for n, s, _ in todo})
     print(f"{len(todo)} runs of (scenario, seed, policy) to do, {jobs} at a time", flush=True)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_one, n, s, p, variant): (n, s, p) for n, s, p in todo}
+        futures = {pool.submit(bound_of, n, s, variant): (n, s, None) for n, s in bounds}
+        futures |= {pool.submit(run_one, n, s, p, variant): (n, s, p) for n, s, p in todo}
         for future in as_completed(futures):
             n, s, p = futures[future]
-            entry, bound = future.result()
             path = raw / f"{n}-s{s}.json"
             held = (
                 json.loads(path.read_text()) if path.exists() else {"scenario": n, "seed": s, "policies": {}}
             )
-            held["lower_bound"] = bound
-            held.update(physics_label(contest_scenario(n, variant=variant)[0].cluster))
-            held["policies"][p] = entry
-            held["policies"] = {q: held["policies"][q] for q in orders[n] if q in held["policies"]}
+            if p is None:
+                held["lower_bound"] = future.result()
+                held.update(physics_label(contest_scenario(n, variant=variant)[0].cluster))
+            else:
+                entry = future.result()
+                held["policies"][p] = entry
+                held["policies"] = {q: held["policies"][q] for q in orders[n] if q in held["policies"]}
+                print(f"{n} seed {s} {p}: {entry.get('wall_s', 0.0):.0f} s", flush=True)
             path.write_text(json.dumps(held, indent=1) + "\n")
-            print(f"{n} seed {s} {p}: {entry.get('wall_s', 0.0):.0f} s", flush=True)

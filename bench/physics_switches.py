@@ -39,7 +39,12 @@ SWITCHES = ("overheadUsesCpu", "shuffleWhileMapsRun", "remoteReadsLoadReplica", 
 
 def with_physics(scenario: Scenario, physics: PhysicsOptions, speculation: bool) -> Scenario:
     cluster = scenario.cluster
-    spec = cluster.speculation.model_copy(update={"enabled": speculation})
+    reason = (
+        None
+        if speculation
+        else "make bench-physics: each switch measured without it; all+speculation adds it"
+    )
+    spec = cluster.speculation.model_copy(update={"enabled": speculation, "reason": reason})
     return scenario.model_copy(
         update={"cluster": cluster.model_copy(update={"physics": physics, "speculation": spec})}
     )

@@ -17,7 +17,7 @@ from mrsched.core.catalog import expand_layout
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Placement
 from mrsched.core.policy import Policy
 from mrsched.simulator.bound_capacity import Pieces, Resource, exact, lagrangian
-from mrsched.simulator.bound_tasks import srpt_completions, total_response_bound
+from mrsched.simulator.bound_tasks import attempts_possible, srpt_completions, total_response_bound
 from mrsched.simulator.bounds import lower_bound
 from mrsched.simulator.engine import Simulation
 from mrsched.simulator.scenario import Scenario, load_scenario
@@ -146,6 +146,59 @@ def test_the_bounds_are_at_most_the_brute_forced_optimum_and_not_far_below(tmp_p
     assert bound["makespan_s"] >= 0.8 * best_makespan, (bound, best_makespan)
     assert bound["mean_job_time_s"] >= 0.5 * best_mean, (bound, best_mean)
     assert bound["makespan_s"] >= bound["old_makespan_s"]
+
+
+@pytest.mark.parametrize("name", list(INSTANCES))
+def test_in_hadoop_mode_the_bounds_are_at_most_the_brute_forced_optimum(tmp_path: Path, name: str) -> None:
+    """Hadoop mode starts a task only at its node's heartbeat (3 s): the bound rounds pod-times up to
+    heartbeats, less one for each place's last task, and stays below every schedule."""
+    sc = instance(tmp_path, INSTANCES[name])
+    jobs, nodes = fresh(sc)
+    bound = lower_bound(Simulation(sc.cluster, jobs, Scripted({}), seed=1, mode="hadoop"), jobs)
+    keys = [t.key for j in jobs for t in j.maps + j.reduces]
+    best_makespan = best_mean = math.inf
+    for plan in schedules(keys, nodes):
+        jobs, _ = fresh(sc)
+        result = Simulation(sc.cluster, jobs, Scripted(plan), seed=1, mode="hadoop").run(until_s=5_000.0)
+        if any(r.finish_s is None for r in result.jobs):
+            continue
+        best_makespan = min(best_makespan, result.makespan_s)
+        best_mean = min(best_mean, statistics.fmean(r.finish_s - r.submit_s for r in result.jobs))
+    assert bound["makespan_s"] <= best_makespan + 1e-6, (bound, best_makespan)
+    assert bound["mean_job_time_s"] <= best_mean + 1e-6, (bound, best_mean)
+
+
+@pytest.mark.parametrize("maps, reduces", [(1, 0), (1, 1), (3, 1)])
+def test_in_hadoop_mode_a_job_alone_on_one_node_ends_no_sooner_than_its_bound(
+    tmp_path: Path, maps: int, reduces: int
+) -> None:
+    """One job on one node, each task after the last: the last task ends at its own time, not at a heartbeat
+    (a bound that rounded every task up to heartbeats exceeded these runs by 0.8-1.8 s)."""
+    sc = instance(tmp_path, [{"id": "a", "app": "pi", "maps": maps, "reduces": reduces}])
+    cluster = sc.cluster.model_copy(update={"nodes": sc.cluster.nodes[1:]})  # the fast node alone
+    node = expand_layout(cluster.nodes)[0].name
+    jobs = build_jobs(sc, [node], 1)
+    keys = [t.key for j in jobs for t in j.maps + j.reduces]
+    bound = lower_bound(Simulation(cluster, jobs, Scripted({}), seed=1, mode="hadoop"), jobs)
+    jobs = build_jobs(sc, [node], 1)
+    result = Simulation(cluster, jobs, Scripted({node: keys}), seed=1, mode="hadoop").run(until_s=5_000.0)
+    assert all(r.finish_s is not None for r in result.jobs)
+    assert bound["makespan_s"] <= result.makespan_s + 1e-6, (bound, result.makespan_s)
+    assert bound["mean_job_time_s"] <= result.jobs[0].finish_s + 1e-6
+
+
+def test_a_map_may_succeed_on_a_speculative_copy_of_its_last_retry(tmp_path: Path) -> None:
+    """With slots (an attempt may be OOM-killed) every retry may run, and under speculation a copy of the
+    last one too (the speculator does not count attempts): one more map attempt the bound must consider."""
+    sc = instance(tmp_path, INSTANCES["three jobs"])
+    cluster = sc.cluster.model_copy(update={"concurrency": "slots"})
+    jobs, _ = fresh(sc)
+    sim = Simulation(cluster, jobs, Scripted({}), seed=1, mode="kubernetes")
+    assert sim.speculator.spec.enabled
+    assert attempts_possible(sim, jobs[0]) == {
+        "map": jobs[0].max_attempts + 1,
+        "reduce": jobs[0].max_attempts,
+    }
 
 
 def test_srpt_completes_each_job_as_early_as_any_schedule_of_one_machine() -> None:

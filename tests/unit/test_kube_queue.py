@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from mrsched.core.catalog import expand_layout
 from mrsched.core.model import Resources, Task
-from mrsched.policies.kube_queue import SchedulingQueue
+from mrsched.policies.kube_queue import SchedulingQueue, backoff_until
 from mrsched.simulator.run import build_simulation
 from mrsched.simulator.scenario import load_scenario
 from mrsched.simulator.workload import build_jobs
@@ -92,6 +93,14 @@ def test_the_backoff_doubles_to_ten_seconds_and_a_backing_off_pod_comes_after_th
     assert tried == ["b/map/0", "a/map/0"]  # both at now + 3 s, b tried (and failed) first
 
 
+def test_the_backoff_is_one_second_doubled_per_failure_up_to_ten_truncated_to_the_window() -> None:
+    """``calculateBackoffDuration`` and ``alignToWindow``: 1, 2, 4, 8, then 10 s from the last failure, the
+    expiry truncated to whole seconds; none before a failure."""
+    failures = np.arange(0, 8)
+    until = backoff_until(np.full(len(failures), 100.25), failures)
+    assert until.tolist() == [0.0, 101.0, 102.0, 104.0, 108.0, 110.0, 110.0, 110.0]
+
+
 def test_a_pod_larger_than_one_that_fit_nowhere_is_not_tried_but_a_smaller_one_is() -> None:
     queue = SchedulingQueue()
     big, small = Task("a", "map", 0), Task("a", "map", 1)
@@ -134,12 +143,24 @@ def test_kube_default_never_lets_reduces_take_the_nodes_their_maps_wait_for(tmp_
     sc = load_scenario(path)
     jobs = build_jobs(sc, [n.name for n in expand_layout(sc.cluster.nodes)], 1)
     sim = build_simulation(sc, "kube-default", 1, jobs, mode="kubernetes")
+    started: list[tuple[float, Task]] = []
+    schedule_round = sim.policy.schedule_round
+
+    def recording(snapshot, nodes):  # type: ignore[no-untyped-def]
+        placed = schedule_round(snapshot, nodes)
+        started.extend((snapshot.now, p.task) for p in placed)
+        return placed
+
+    sim.policy.schedule_round = recording  # type: ignore[method-assign]
     result = sim.run(until_s=10_000.0)
     assert all(r.finish_s is not None for r in result.jobs), (
         "a job never finished: reduces held its maps' pods"
     )
-    # Not in submission order: the maps that failed most back off longest (10 s), and the backoffQ pops the
-    # earliest expiry first, so a later job's maps, fewer times failed, often go first (the real rule).
+    # The queue is no job order: the maps that failed most back off longest (10 s) and the backoffQ pops the
+    # earliest expiry first, so the jobs' maps interleave; a later job starts before an earlier one's last map.
+    last_j0_map = max(at for at, t in started if t.job_id == "j0" and t.kind == "map")
+    first_j1 = min(at for at, t in started if t.job_id == "j1")
+    assert first_j1 < last_j0_map
 
 
 @pytest.mark.parametrize("bound", [True, False])

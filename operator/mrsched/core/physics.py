@@ -645,7 +645,8 @@ class NodeModel:
             )
 
     def _cpu_cost(self, rates: _Rates) -> float:
-        """Core-seconds held per second of CPU work under ``rates`` (the over-subscription cost)."""
+        """Core-seconds held per second of CPU work under ``rates``: its share of a core over its CPU phase's
+        rate, which the over-subscription cost and swapping slow (``of_phase = share / cost / swap``)."""
         rate = rates.of_phase[_CPU] / self.capability.cpu_rate  # cpu_share / cost / swap
         return rates.cpu_share / rate if rate > 0 else 1.0
 

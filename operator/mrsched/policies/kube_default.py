@@ -66,9 +66,10 @@ def score(cpu_cap: float, mem_cap: float, cpu_used: float, mem_used: float) -> i
     included."""
     allocatable, requested_ = (_millis(cpu_cap), _bytes(mem_cap)), (_millis(cpu_used), _bytes(mem_used))
     least = sum(
-        ((a - r) * 100) // a if 0 <= r <= a else 0 for r, a in zip(requested_, allocatable, strict=True)
+        ((a - r) * 100) // a if 0 <= r <= a and a > 0 else 0
+        for r, a in zip(requested_, allocatable, strict=True)
     )
-    fractions = [min(1.0, r / a) for r, a in zip(requested_, allocatable, strict=True)]
+    fractions = [min(1.0, r / a) if a > 0 else 1.0 for r, a in zip(requested_, allocatable, strict=True)]
     balanced = int((1 - abs(fractions[0] - fractions[1]) / 2) * 100)
     return least // 2 + balanced
 
@@ -147,11 +148,12 @@ class KubeDefault(Policy):
 
     def on_task_finished(self, outcome: TaskOutcome) -> None:
         self._queue.assigned_pod_deleted()  # its pod is terminal: the scheduler's informer deletes it
-        if not outcome.succeeded:
-            self._retries.append(outcome.task)
+        if not outcome.succeeded and not self.config.job_order:  # type: ignore[attr-defined]
+            self._retries.append(outcome.task)  # job order reads the pending tasks themselves
 
     def on_task_requeued(self, task: Task) -> None:
-        self._retries.append(task)
+        if not self.config.job_order:  # type: ignore[attr-defined]
+            self._retries.append(task)
 
     def on_job_finished(self, job: Job, now: float) -> None:
         self._pending.forget(job.id)
@@ -205,11 +207,12 @@ class KubeDefault(Policy):
             return placements
         # A hadoop-mode heartbeat offers one node: the pods in queue order, none counted failed (the other nodes
         # were not offered), until the node has room for no job's pod.
-        smallest = [r for pair in requests.values() for r in pair]
+        every_request = [r for pair in requests.values() for r in pair]
+        priority = {job.id: job.priority for job in snapshot.jobs}
         for task in self._queue.in_order():
-            if not any(_fits(node, used[name], r) for name, node in offered.items() for r in smallest):
+            if not any(_fits(node, used[name], r) for name, node in offered.items() for r in every_request):
                 break
-            if bind(task, 0, 0):
+            if bind(task, priority.get(task.job_id, 0), 0):
                 self._queue.forget([task.key])
         return placements
 

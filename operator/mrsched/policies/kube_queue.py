@@ -11,16 +11,18 @@ What the real scheduler does, and this models (``pkg/scheduler/backend/queue``, 
 * **A failed attempt** (no node fits the pod) counts one more unschedulable attempt and parks the pod in
   ``unschedulablePods``. Only an event that may make it fit moves it back (QueueingHints, GA since 1.34): for
   NodeResourcesFit, the deletion of an assigned pod (a task pod that ends leaves the scheduler's informer,
-  which selects non-terminal pods: a delete event), or ``podMaxInUnschedulablePodsDuration`` (5 min). It moves
+  which selects non-terminal pods: a delete event), or ``podMaxInUnschedulablePodsDuration`` (5 min; the real
+  scheduler checks that every 30 s, this at every round, so a pod may leave up to 30 s sooner here). It moves
   to the backoffQ while its back-off runs, else to the activeQ.
 * **Back-off**: ``podInitialBackoffDuration`` 1 s doubling per unschedulable attempt up to
   ``podMaxBackoffDuration`` 10 s, from its timestamp, truncated to the backoffQ's 1 s ordering window.
 * **PopFromBackoffQ** (beta, on since 1.33): when the activeQ is empty the scheduler pops the backoffQ, by
   back-off expiry, then PrioritySort. So a round tries every active pod first, then the backing-off ones.
 
-A simulated round is one instant: every pod popped in it is tried against the cluster as the round leaves it.
-Pods are held in arrays, not objects: a busy round tries hundreds of pods, most of which fail alike (the
-cluster is full), and those failures are recorded in one vectorised step.
+Not modelled: preemption (the operator gives its pods no priority class; the peer check's priority class has
+``preemptionPolicy: Never``). A simulated round is one instant: every pod popped in it is tried against the
+cluster as the round leaves it. Pods are held in arrays, not objects: a busy round tries hundreds of pods,
+most of which fail alike (the cluster is full), and those failures are recorded in one vectorised step.
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ import numpy as np
 
 from mrsched.core.model import Job, Task
 from mrsched.core.physics import NodeCapability, TaskDemand, isolated_duration, noise_factor
-from mrsched.simulator.dataflow import base_demand
 from mrsched.simulator.engine import Simulation
 
 
@@ -102,16 +101,17 @@ def attempts_possible(sim: Simulation, job: Job) -> dict[str, int]:
     policy. An attempt fails here only when the OOM killer ends it (``NodeModel.start``), which cannot happen
     by requests while every task uses no more memory than its pod requests (the requests on a node fit its
     memory); then a map's second attempt can only be a speculative copy (maps only, ``cluster.speculation``).
-    Otherwise any of the job's ``max_attempts`` (a speculative copy counts as one: the job fails when an
-    attempt fails past them)."""
+    Otherwise any of the job's ``max_attempts``, and for a map one more under speculation (a speculative copy
+    of its last retry)."""
     safe = all(n.by_requests for n in sim.nodes.values()) and all(
-        base_demand(job.app, tasks[0]).memory_mb <= job.request(tasks[0].kind).memory_mb + 1e-9
+        sim.dataflow.base(job.app, tasks[0]).memory_mb <= job.request(tasks[0].kind).memory_mb + 1e-9
         for tasks in (job.maps, job.reduces)
         if tasks
     )
+    copy = 1 if sim.speculator.spec.enabled else 0
     if not safe:
-        return dict.fromkeys(("map", "reduce"), max(1, job.max_attempts))
-    return {"map": 2 if sim.speculator.spec.enabled else 1, "reduce": 1}
+        return {"map": max(1, job.max_attempts) + copy, "reduce": max(1, job.max_attempts)}
+    return {"map": 1 + copy, "reduce": 1}
 
 
 def _least_end(first: np.ndarray, second: np.ndarray | None, alone: np.ndarray, lag_s: float) -> float:
@@ -126,16 +126,16 @@ def _post_map(demand: TaskDemand, overlaps: bool) -> TaskDemand:
     return replace(demand, startup=False, network_mb=0.0) if overlaps else demand
 
 
-def task_times(sim: Simulation, jobs: list[Job]) -> TaskTimes:
-    """Every task's isolated times and noise factors on every node (module docstring). Nodes of one class share
-    their isolated times; only the noise is drawn per node and attempt (most of the cost: one seeded generator
-    each)."""
+def task_times(sim: Simulation, jobs: list[Job], *, noise: bool = True) -> TaskTimes:
+    """Every task's isolated times and noise factors on every node (module docstring); ``noise`` False: every
+    factor 1 (YARN mode runs each container its isolated time). Nodes of one class share their isolated times;
+    only the noise is drawn per node and attempt (most of the cost: one seeded generator each)."""
     caps = sim.noise_free_capabilities
     nodes = sorted(caps)
     classes: dict[NodeCapability, list[int]] = {}
     for column, name in enumerate(nodes):
         classes.setdefault(caps[name], []).append(column)
-    sigma = [sim.capabilities[name].noise_sigma for name in nodes]
+    sigma = [sim.capabilities[name].noise_sigma if noise else 0.0 for name in nodes]
     overlaps = sim.physics.shuffle_while_maps_run
     tasks = [t for job in jobs for t in job.maps + job.reduces]
     job_of = np.array([j for j, job in enumerate(jobs) for _ in job.maps + job.reduces], dtype=np.int64)
@@ -199,8 +199,10 @@ def task_times(sim: Simulation, jobs: list[Job]) -> TaskTimes:
 
 def to_heartbeats(times: np.ndarray, heartbeat_s: float) -> np.ndarray:
     """In hadoop mode a pod's place is filled again only at its node's next heartbeat (every start is at one,
-    and a node heartbeats every ``heartbeat_s`` while it runs anything): a task holds it a whole number of
-    heartbeats."""
+    and a node heartbeats every ``heartbeat_s`` while it runs anything, going dormant only at a heartbeat): a
+    task holds it a whole number of heartbeats, but for the last on each place, which ends at its own time.
+    So a packing of these times ends at most one heartbeat after the schedule it relaxes: whatever is
+    computed from them is a bound once ``heartbeat_s`` is subtracted."""
     return np.ceil(times / heartbeat_s - 1e-9) * heartbeat_s
 
 

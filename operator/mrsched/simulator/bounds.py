@@ -34,23 +34,29 @@ def lower_bound(sim: Simulation, jobs: list[Job], *, mode: str | None = None) ->
     * ``slot_bound_s``: the same with Hadoop 1's map and reduce slots, for the policies that keep to them
       (``SLOT_KEEPERS``; with concurrency by requests, the requests' places);
 
-    ``makespan_s`` is the largest that binds every policy. ``mean_job_time_s``: the mean of the jobs' own
-    bounds, or the total response time of preemptive SRPT on one machine with the cluster's whole capacity
-    (its CPU, its disk; by requests its places for pods) over the jobs, whichever is larger. It holds for the
+    In hadoop mode a task's pod-time is rounded up to whole heartbeats (a place refills only at one) and one
+    heartbeat taken off each packing (:func:`~mrsched.simulator.bound_tasks.to_heartbeats`). In YARN mode
+    every noise factor is 1 (a container runs its isolated time). ``makespan_s`` is the largest that binds
+    every policy. ``mean_job_time_s``: the jobs' own bounds in increasing order matched with the completion
+    times of preemptive SRPT on one machine with the cluster's whole capacity (its CPU, its disk; by requests
+    its places for pods), the later of each pair, averaged
+    (:func:`~mrsched.simulator.bound_tasks.total_response_bound`; at least either alone). It holds for the
     runs in which no job fails (a failed job leaves the mean). Contention and straggling are left out, so both
     are optimistic; ``tests/unit/test_bench_results.py`` checks them on every committed result and
     ``tests/unit/test_bounds.py`` against brute-forced optima."""
     mode = mode or sim.mode
-    times = task_times(sim, jobs)
-    before = _old_bounds(sim, times, times.first)
-    old = _old_bounds(sim, times, None)
+    times = task_times(sim, jobs, noise=mode != "yarn")
+    slots_bind = mode != "yarn"  # no slot rule of ours holds in YARN mode
+    before = _old_bounds(sim, times, times.first, slots_bind)
+    old = _old_bounds(sim, times, None, slots_bind)
     hadoop = mode == "hadoop"
     by_requests = mode != "yarn" and all(n.by_requests for n in sim.nodes.values())
     nodes = [sim.nodes[name] for name in times.nodes]
     caps = [sim.noise_free_capabilities[name] for name in times.nodes]
     held = to_heartbeats(times.full, sim.heartbeat_s) if hadoop else times.full
+    slack = sim.heartbeat_s if hadoop else 0.0  # what packing the rounded times may add (to_heartbeats)
     places = _request_places(nodes, jobs) if by_requests else []
-    maps_alone, reduces_after = _per_job(times, held, places, caps)
+    maps_alone, reduces_after = _per_job(times, held, places, caps, slack)
     release = np.array([j.submit_s for j in jobs], dtype=float)
     own = release + maps_alone + reduces_after
     out: dict[str, Any] = {
@@ -61,13 +67,15 @@ def lower_bound(sim: Simulation, jobs: list[Job], *, mode: str | None = None) ->
         "capacity_bound_s": math.nan,
         "capacity_method": "none",
     }
+    capacity = math.nan
     if by_requests:
         pieces = _pieces(times, held, release + maps_alone, split=not hadoop)
-        out["capacity_bound_s"], out["capacity_method"] = capacity_bound(
+        capacity, out["capacity_method"] = capacity_bound(
             pieces, _with_coefficients(places, times), np.arange(len(times.tasks))
         )
+        out["capacity_bound_s"] = capacity - slack
     if mode != "yarn":
-        out["slot_bound_s"] = _slot_keepers_bound(sim, times, held, release + maps_alone, old, hadoop, places)
+        out["slot_bound_s"] = _slot_keepers_bound(sim, times, held, slack, old, capacity, places)
     binding = [old["work_bound_s"], old["critical_path_s"], out["per_job_bound_s"]]
     if by_requests:
         binding += [out["capacity_bound_s"], old["slot_bound_s"]]
@@ -99,11 +107,12 @@ def _with_coefficients(places: list[Resource], times: TaskTimes) -> list[Resourc
 
 
 def _per_job(
-    times: TaskTimes, held: np.ndarray, places: list[Resource], caps: list[NodeCapability]
+    times: TaskTimes, held: np.ndarray, places: list[Resource], caps: list[NodeCapability], slack: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per job: the least time of its maps alone on the empty cluster, and of its reduces' parts that must
-    follow them (each: the longest task's least time; the tasks packed into the places, when given; for maps,
-    also their CPU and disk work over the cluster's whole capability)."""
+    follow them (each: the longest task's least time; the tasks packed into the places, when given, the maps
+    with their ``held`` times less the ``slack`` those may add; for maps, also their CPU and disk work over the
+    cluster's whole capability)."""
     n_jobs = len(times.jobs)
     maps, reduces = ~times.is_reduce, times.is_reduce
     job_of = times.job_of
@@ -124,7 +133,7 @@ def _per_job(
         coefficients_maps = [r.coefficient[maps] for r in resources]
         coefficients_reduces = [r.coefficient[reduces] for r in resources]
         maps_alone = np.maximum(
-            maps_alone, per_job(held[maps], job_of[maps], n_jobs, resources, coefficients_maps)
+            maps_alone, per_job(held[maps], job_of[maps], n_jobs, resources, coefficients_maps) - slack
         )
         reduces_after = np.maximum(
             reduces_after,
@@ -154,26 +163,26 @@ def _slot_keepers_bound(
     sim: Simulation,
     times: TaskTimes,
     held: np.ndarray,
-    maps_done: np.ndarray,
+    slack: float,
     old: dict[str, float],
-    hadoop: bool,
+    capacity: float,
     places: list[Resource],
 ) -> float:
     """For the policies that keep to the slots: maps packed into the map slots, reduces into the reduce slots,
-    each with release dates (by requests: the requests' places, shared), at least the old slot bound."""
+    each with release dates and their ``held`` times less the ``slack`` those may add (by requests: the
+    requests' places, shared, whose packing is the ``capacity`` bound already solved), at least the old slot
+    bound."""
     nodes = [sim.nodes[name] for name in times.nodes]
     best = old["slot_bound_s"]
     if places:
-        pieces = _pieces(times, held, maps_done, split=not hadoop)
-        value, _ = capacity_bound(pieces, _with_coefficients(places, times), np.arange(len(times.tasks)))
-        return max(v for v in (best, value) if not math.isnan(v))
+        return max(v for v in (best, capacity - slack) if not math.isnan(v))
     for kind, slots in (("map", [n.map_slots for n in nodes]), ("reduce", [n.reduce_slots for n in nodes])):
         rows = np.flatnonzero(times.is_reduce == (kind == "reduce"))
         if not len(rows) or not any(slots):
             continue
         pieces = Pieces(rows, times.release[rows], held[rows])
         slot_places = [Resource(np.array(slots, dtype=float), np.ones(len(times.tasks)))]
-        value, _ = capacity_bound(pieces, slot_places, rows)
+        value = capacity_bound(pieces, slot_places, rows)[0] - slack
         best = value if math.isnan(best) else max(best, value)
     return best
 
@@ -208,7 +217,9 @@ def _mean_job_time(
     return max(total_response_bound(release, done, w, rate) for w, rate in work) / n_jobs
 
 
-def _old_bounds(sim: Simulation, times: TaskTimes, factor: np.ndarray | None) -> dict[str, float]:
+def _old_bounds(
+    sim: Simulation, times: TaskTimes, factor: np.ndarray | None, slots_bind: bool
+) -> dict[str, float]:
     """The bounds of before issue 49, each task's time scaled by ``factor`` (per task and node): the work bound,
     the critical path, and the slot bound (the map phase as the fractional assignment of each job's maps, each
     holding its slot as long as the job's shortest map there, from the first submission). With the least
@@ -243,7 +254,7 @@ def _old_bounds(sim: Simulation, times: TaskTimes, factor: np.ndarray | None) ->
         if len(rows):
             shortest_map[job.id] = dict(zip(times.nodes, held[rows].min(axis=0).tolist(), strict=True))
     slots = slot_bound(sim, jobs, shortest_map)
-    by_requests = all(n.by_requests for n in sim.nodes.values()) and not math.isnan(slots)
+    by_requests = slots_bind and all(n.by_requests for n in sim.nodes.values()) and not math.isnan(slots)
     return {
         "makespan_s": max(work, critical, slots if by_requests else 0.0),
         "work_bound_s": work,
@@ -257,8 +268,9 @@ def slot_bound(sim: Simulation, jobs: list[Job], shortest_map: dict[str, dict[st
     alone, as the fractional assignment of every job's maps to the nodes' map slots that finishes soonest (a
     small LP), each map on node n holding its slot at least as long as the job's shortest map there
     (``shortest_map``: noise, remote reads and a trace's work included, no contention). In hadoop mode a slot is
-    refilled only at its node's heartbeat, so the time is rounded up to whole heartbeats; a kubernetes-mode round
-    refills it at once. NaN when there are no maps."""
+    refilled only at its node's heartbeat, so the time is rounded up to whole heartbeats and one heartbeat taken
+    off the result (a slot's last map ends at its own time); a kubernetes-mode round refills it at once. NaN
+    when there are no maps."""
     heartbeat = sim.heartbeat_s
     names = [n for n in sim.nodes if _map_capacity(sim.nodes[n], jobs) > 0]
     mapped = [j for j in jobs if j.maps]
@@ -298,7 +310,8 @@ def slot_bound(sim: Simulation, jobs: list[Job], shortest_map: dict[str, dict[st
     if not result.success:
         return math.nan
     first = min(j.submit_s for j in mapped)
-    return first + float(result.x[-1])
+    # Rounded up to heartbeats, each slot's last map is counted up to one heartbeat too long (to_heartbeats).
+    return first + float(result.x[-1]) - (heartbeat if sim.mode == "hadoop" else 0.0)
 
 
 def _map_capacity(node: Node, jobs: list[Job]) -> int:

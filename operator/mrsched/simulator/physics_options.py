@@ -34,10 +34,11 @@ class PhysicsOptions(_Strict):
     may turn one off, saying why in its ``sources`` (``cluster.physics.<alias>``); ``PhysicsOptions.off()`` is the
     physics every result was run under before issue 49 (each switch off), kept for ``make bench-physics``.
 
-    * ``overheadUsesCpu``: start-up Ω competes for the node's cores like CPU work
-      (``NodeCapability.overhead_uses_cpu``). measured: our workers' start-up is CPU work, 0.17 s wall =
-      0.17 CPU-s (`make calibrate`, bench/results/calibration/report.md). Off, Ω is a free delay every task
-      takes in parallel.
+    * ``overheadUsesCpu``: start-up Ω competes for the node's cores like CPU work, by the class's
+      ``NodeCapability.overhead_cpu_share`` (1 but where a class's measurements say otherwise: 0 for
+      ``dara-8core``, seed 002 Fig 2.5). measured: our workers' start-up is CPU work, 0.17 s wall = 0.17 CPU-s
+      (`make calibrate`, bench/results/calibration/report.md). Off, Ω is a free delay every task takes in
+      parallel.
     * ``shuffleWhileMapsRun``: a reduce placed before its job's maps are done copies each finished map's
       output over the network at once. spec: Hadoop 1's ReduceTask copier fetches each map's output as the
       map completes, from slow-start on (``mapred.reduce.slowstart.completed.maps``). Off, it idles until the

@@ -33,7 +33,7 @@ def _ratio(value: float, reference: float | None) -> str:
 
 def _physics(summary: dict[str, Any]) -> list[str]:
     """What the run's physics was: the measured physics (every ``cluster.physics`` switch on) or which switches
-    were off and why; speculation; stragglers."""
+    were off and why; a sensitivity variant; speculation; stragglers."""
     physics = summary.get("physics")
     if not isinstance(physics, dict):  # a result written before issue 49: every switch named was on, no other
         physics = {"on": physics or [], "off": ["(all others)"], "reason": "the physics before issue 49"}
@@ -44,6 +44,8 @@ def _physics(summary: dict[str, Any]) -> list[str]:
         + ", ".join(f"`{name}`" for name in physics["off"])
         + f" ({physics.get('reason', 'no reason recorded')})"
     ]
+    if summary.get("variant"):
+        parts.append(f"a sensitivity variant of it: {summary['variant']}")
     if summary.get("stragglers"):
         parts.append(f"stragglers {summary['stragglers']}")
     if summary.get("speculation"):
