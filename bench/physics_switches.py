@@ -97,8 +97,8 @@ def report(results: dict[str, Any], seeds: list[int], elapsed_s: float) -> str:
         f"{elapsed_s / 60:.0f} min; seeds {', '.join(map(str, seeds))}, both placement modes.",
         "",
         "Each cell: mean makespan over the seeds (s), and its change against every switch off (`off`, the "
-        "physics before issue 49). `all` is every switch on (the default since issue 49); `all+speculation` adds "
-        "Hadoop 0.20's speculative execution to FIFO, Fair and Capacity (the other policies run as in `all`). "
+        "physics before issue 49). `all` is every switch on; `all+speculation`, the default since issue 49, adds "
+        "Hadoop 1's speculative execution to FIFO, Fair and Capacity (the other policies run as in `all`). "
         "Under each table: the policy with the lowest mean makespan under each physics, and the lower bound "
         "(each switch's own terms keep it a bound). "
         "`replayMeasuredTime` is left out: no scenario here replays measured container times.",
