@@ -54,8 +54,8 @@ BENCH_JOBS ?= $(shell nproc)
 
 # Each scenario in each placement mode (the same for every policy of a run) into bench/results/<mode>/<scenario>/,
 # BENCH_JOBS runs at a time; e.g. make bench SCENARIOS="bench/scenarios/gupta-ch3-*.yaml" MODES=hadoop
-bench: venv  ## every scenario under every policy it names, in both placement modes, into bench/results/ (commit them)
-	@set -e; for s in $(SCENARIOS); do for m in $(MODES); do echo "$$m $$s"; done; done \
+bench: venv  ## every scenario under every policy it names, in each placement mode it lists (default both), into bench/results/ (commit them)
+	@set -eo pipefail; $(PY) bench/bench_runs.py --modes "$(MODES)" $(SCENARIOS) \
 	  | xargs -P $(BENCH_JOBS) -L 1 sh -c 'n=$$(basename $$1 .yaml); mkdir -p bench/results/$$0; \
 	      $(BIN)/mrsched simulate $$1 --mode $$0 --out bench/results/$$0/$$n > bench/results/$$0/$$n.log 2>&1 \
 	      && rm bench/results/$$0/$$n.log && echo "$$0 $$n done" || { echo "$$0 $$n FAILED: bench/results/$$0/$$n.log"; exit 255; }'

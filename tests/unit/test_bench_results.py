@@ -36,6 +36,15 @@ def test_there_are_committed_results_in_every_mode() -> None:
         assert any(p.parent.parent.name == mode for p in COMMITTED), f"no results under bench/results/{mode}/"
 
 
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_each_scenario_has_a_result_in_exactly_the_modes_it_lists(scenario: Path) -> None:
+    """make bench runs a scenario in the modes its file lists (bench/bench_runs.py): a result in another mode is
+    one left from before the scenario dropped it, and a missing one was never re-run."""
+    listed = set(load_scenario(scenario).modes) & set(MODES)
+    committed = {mode for mode in MODES if (RESULTS / mode / scenario.stem / "results.json").exists()}
+    assert committed == listed
+
+
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
 def test_result_names_its_mode_and_no_oracle(path: Path) -> None:
     result = _load(path)
