@@ -78,7 +78,7 @@ bench-steady: venv  ## seed 002 ch.6 in steady state: diagnosis vs frozen belief
 
 bench-speed: venv  ## simulator events/s, Fair's round latency, a sweep with --jobs 1 and 2, every policy's call at 100, 1,000 and 5,000 nodes; the whole SWIM day under all twelve policies (5 seeds) and on 1,000 nodes under FIFO, Fair and DARA (bench/simulator_day.py, about 40 minutes)
 	$(PY) bench/simulator_speed.py
-	OPENBLAS_NUM_THREADS=1 $(PY) bench/simulator_day.py --profile 15
+	OPENBLAS_NUM_THREADS=1 $(PY) bench/simulator_day.py --profile 15 --seeds 1,2,3,4,5
 
 bench-kubernetes: venv  ## the Kubernetes-mode contest (concurrency by requests, every policy vs kube-default, 5 seeds, and again under the pessimistic-packing physics) into bench/results/kubernetes-mode.md
 	$(PY) bench/kubernetes_contest.py --physics pessimistic

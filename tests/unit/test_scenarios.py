@@ -17,7 +17,8 @@ FILES = sorted(SCENARIOS.glob("*.yaml"))
 
 # Scenarios whose full run takes too long with five seeds: the seeds they list (at least three). None now: the
 # SWIM day had three while it cost minutes a seed (issue 24).
-FEWER_SEEDS: dict[str, list[int]] = {}
+#: The whole SWIM days: a day costs minutes a run under the measured physics (their files say how many).
+FEWER_SEEDS: dict[str, list[int]] = {"swim-day-100-nodes": [1, 2], "gupta-ch5-swim-day-no-fault": [1, 2, 3]}
 
 
 def _load(name: str) -> Scenario:
