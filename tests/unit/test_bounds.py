@@ -123,20 +123,25 @@ def fresh(sc: Scenario) -> tuple[list[Job], list[str]]:
     return build_jobs(sc, nodes, 1), nodes
 
 
-@pytest.mark.parametrize("name", list(INSTANCES))
-def test_the_bounds_are_at_most_the_brute_forced_optimum_and_not_far_below(tmp_path: Path, name: str) -> None:
-    sc = instance(tmp_path, INSTANCES[name])
+def bound_and_optimum(sc: Scenario, mode: str) -> tuple[dict, float, float]:
+    """The run's bounds, and the least makespan and mean job time over every schedule of the instance."""
     jobs, nodes = fresh(sc)
-    bound = lower_bound(Simulation(sc.cluster, jobs, Scripted({}), seed=1, mode="kubernetes"), jobs)
+    bound = lower_bound(Simulation(sc.cluster, jobs, Scripted({}), seed=1, mode=mode), jobs)
     keys = [t.key for j in jobs for t in j.maps + j.reduces]
     best_makespan = best_mean = math.inf
     for plan in schedules(keys, nodes):
         jobs, _ = fresh(sc)
-        result = Simulation(sc.cluster, jobs, Scripted(plan), seed=1, mode="kubernetes").run(until_s=5_000.0)
+        result = Simulation(sc.cluster, jobs, Scripted(plan), seed=1, mode=mode).run(until_s=5_000.0)
         if any(r.finish_s is None for r in result.jobs):
             continue  # a reduce waiting on its node for a map ordered after it there: no schedule
         best_makespan = min(best_makespan, result.makespan_s)
         best_mean = min(best_mean, statistics.fmean(r.finish_s - r.submit_s for r in result.jobs))
+    return bound, best_makespan, best_mean
+
+
+@pytest.mark.parametrize("name", list(INSTANCES))
+def test_the_bounds_are_at_most_the_brute_forced_optimum_and_not_far_below(tmp_path: Path, name: str) -> None:
+    bound, best_makespan, best_mean = bound_and_optimum(instance(tmp_path, INSTANCES[name]), "kubernetes")
     assert bound["makespan_s"] <= best_makespan + 1e-6, (bound, best_makespan)
     assert bound["mean_job_time_s"] <= best_mean + 1e-6, (bound, best_mean)
     # Tight: the makespan bound within 20 % of the optimum here (one place per node: the LP's packing is nearly a
@@ -152,18 +157,7 @@ def test_the_bounds_are_at_most_the_brute_forced_optimum_and_not_far_below(tmp_p
 def test_in_hadoop_mode_the_bounds_are_at_most_the_brute_forced_optimum(tmp_path: Path, name: str) -> None:
     """Hadoop mode starts a task only at its node's heartbeat (3 s): the bound rounds pod-times up to
     heartbeats, less one for each place's last task, and stays below every schedule."""
-    sc = instance(tmp_path, INSTANCES[name])
-    jobs, nodes = fresh(sc)
-    bound = lower_bound(Simulation(sc.cluster, jobs, Scripted({}), seed=1, mode="hadoop"), jobs)
-    keys = [t.key for j in jobs for t in j.maps + j.reduces]
-    best_makespan = best_mean = math.inf
-    for plan in schedules(keys, nodes):
-        jobs, _ = fresh(sc)
-        result = Simulation(sc.cluster, jobs, Scripted(plan), seed=1, mode="hadoop").run(until_s=5_000.0)
-        if any(r.finish_s is None for r in result.jobs):
-            continue
-        best_makespan = min(best_makespan, result.makespan_s)
-        best_mean = min(best_mean, statistics.fmean(r.finish_s - r.submit_s for r in result.jobs))
+    bound, best_makespan, best_mean = bound_and_optimum(instance(tmp_path, INSTANCES[name]), "hadoop")
     assert bound["makespan_s"] <= best_makespan + 1e-6, (bound, best_makespan)
     assert bound["mean_job_time_s"] <= best_mean + 1e-6, (bound, best_mean)
 
