@@ -36,8 +36,8 @@ lint: venv  ## ruff, mypy and the import-layer contracts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-unit: venv  ## tests that need no cluster
-	$(BIN)/pytest tests/unit tests/workers
+unit: venv  ## tests that need no cluster (UNIT_FLAGS: extra pytest flags, e.g. -x)
+	$(BIN)/pytest $(UNIT_FLAGS) tests/unit tests/workers
 
 test: deps venv binaries lint  ## everything: lint, unit tests, and tests on the local control plane (not the slow chaos cases)
 	$(BIN)/pytest -m "not slow" --durations=25

@@ -40,10 +40,25 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+#: Each kind of test's time limit (pytest-timeout), unless the test sets its own: a unit test that hangs is
+#: stopped in a minute rather than in the ten minutes a journey on the control plane may take.
+TIMEOUTS_S = {"unit": 120, "cluster": 600, "slow": 3600}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "/tests/cluster/" in str(item.path):
+        path = str(item.path)
+        if "/tests/cluster/" in path:
             item.add_marker(pytest.mark.cluster)
+        if item.get_closest_marker("timeout") is None:
+            kind = (
+                "slow"
+                if item.get_closest_marker("slow")
+                else "cluster"
+                if item.get_closest_marker("cluster") or "/e2e/" in path or "/tests/chaos/" in path
+                else "unit"
+            )
+            item.add_marker(pytest.mark.timeout(TIMEOUTS_S[kind]))
 
 
 def state_dir_for_tests() -> Path:

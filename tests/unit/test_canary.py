@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mrsched.core.kuberules import tolerates
 from mrsched.core.model import Explanation
 from mrsched.operator.canary import (
     CANARY_TOLERATION,
@@ -16,7 +17,6 @@ from mrsched.operator.canary import (
 )
 from mrsched.operator.health import TAINT_KEY
 from mrsched.operator.jobspec import JobSpec
-from mrsched.operator.snapshot import tolerates
 
 
 def _pod(node: str | None, phase: str, deleting: bool = False) -> dict[str, Any]:

@@ -145,3 +145,22 @@ def test_a_host_path_data_volume_only_when_set_and_never_created_root_owned() ->
     assert claim["spec"]["volumes"][0]["persistentVolumeClaim"] == {"claimName": "shared"}
     with pytest.raises(ValidationError, match="not both"):
         OperatorConfig(data_claim="shared", data_host_path="/srv/mr")
+
+
+def test_a_kube_default_pod_keeps_the_jobs_node_selector_and_gets_the_worker_selector_as_affinity() -> None:
+    """A worker selector of several terms, or with ``!=``/``in``/``!key``, cannot be a nodeSelector map (it
+    was split at the first '=' into a malformed one): kube-scheduler gets it as the same required affinity."""
+    config = OperatorConfig(node_selector="pool in (mr, batch),!retiring,tier!=gpu")
+    manifest = task_pod(spec(nodeSelector={"disk": "ssd"}), "map", 0, 0, config, node=None, explanation=None)
+    pod_spec = manifest["spec"]
+    assert pod_spec["nodeSelector"] == {"disk": "ssd"}
+    (term,) = pod_spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert term["matchExpressions"] == [
+        {"key": "pool", "operator": "In", "values": ["batch", "mr"]},
+        {"key": "retiring", "operator": "DoesNotExist"},
+        {"key": "tier", "operator": "NotIn", "values": ["gpu"]},
+    ]
+    placed = task_pod(spec(), "map", 0, 0, config, node="n1", explanation=None)["spec"]
+    assert "affinity" not in placed and "nodeSelector" not in placed  # ours, bound by nodeName

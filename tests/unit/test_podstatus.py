@@ -9,28 +9,32 @@ from mrsched.emulator.podstatus import (
     Requests,
     admit,
     log_fallback,
-    parse_quantity,
+    milli_value,
     pod_requests,
     terminated_status,
     truncate_message,
+    whole_value,
 )
 
 
 @pytest.mark.parametrize(
-    "text, value",
+    "text, milli, whole",
     [
-        ("500m", 0.5),
-        ("2", 2.0),
-        ("1Gi", 2**30),
-        ("1.5G", 1.5e9),
-        ("128Mi", 128 * 2**20),
-        ("1e3", 1000.0),
-        ("100k", 1e5),
-        (3, 3.0),
+        ("500m", 500, 1),
+        ("2", 2000, 2),
+        ("1Gi", 2**30 * 1000, 2**30),
+        ("1.5G", 15 * 10**11, 15 * 10**8),
+        ("128Mi", 128 * 2**20 * 1000, 128 * 2**20),
+        ("1e3", 10**6, 1000),
+        ("100k", 10**8, 10**5),
+        ("1E", 10**21, 10**18),  # exa: the hand-written parser raised on it
+        ("1Ei", 2**60 * 1000, 2**60),
+        ("0.1m", 1, 1),  # both round up, as Quantity.MilliValue and Value do
+        (3, 3000, 3),
     ],
 )
-def test_parse_quantity(text: str | int, value: float) -> None:
-    assert parse_quantity(text) == pytest.approx(value)
+def test_quantities_are_read_as_kubernetes_reads_them(text: str | int, milli: int, whole: int) -> None:
+    assert milli_value(text) == milli and whole_value(text) == whole
 
 
 def _pod(*containers: dict[str, str], init: dict[str, str] | None = None) -> dict:  # type: ignore[type-arg]

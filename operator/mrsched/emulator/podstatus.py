@@ -8,40 +8,32 @@ finished containers are ``Completed``, ``Error`` or ``OOMKilled``; termination m
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
+
+from kubernetes.utils import parse_quantity
 
 #: The kubelet reads at most this many bytes of a container's termination message.
 TERMINATION_MESSAGE_LIMIT = 4096
 #: With FallbackToLogsOnError, the kubelet uses at most this many bytes of the log's tail.
 LOG_FALLBACK_LIMIT = 2048
 
-_BINARY_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL_SUFFIX = {
-    "n": 1e-9,
-    "u": 1e-6,
-    "m": 1e-3,
-    "": 1.0,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-}
+
+def milli_value(value: str | int | float) -> int:
+    """A quantity in thousandths, rounded up: ``resource.Quantity.MilliValue``, what the kubelet and
+    kube-scheduler count CPU in (parsed by the kubernetes client's ``parse_quantity``, ``1E`` and ``1e3``
+    included)."""
+    quantity: Decimal = parse_quantity(value)  # type: ignore[no-untyped-call]
+    return math.ceil(quantity * 1000)
 
 
-def parse_quantity(value: str | int | float) -> float:
-    """A Kubernetes resource quantity ("500m", "2", "1Gi", "1.5G", "1e3") as a plain number."""
-    if isinstance(value, int | float):
-        return float(value)
-    text = value.strip()
-    for suffix, factor in _BINARY_SUFFIX.items():
-        if text.endswith(suffix):
-            return float(text[: -len(suffix)]) * factor
-    if text and text[-1].isalpha() and text[-1] in _DECIMAL_SUFFIX:
-        return float(text[:-1]) * _DECIMAL_SUFFIX[text[-1]]
-    return float(text)
+def whole_value(value: str | int | float) -> int:
+    """A quantity as a whole number, rounded up: ``resource.Quantity.Value`` (memory bytes, pods)."""
+    quantity: Decimal = parse_quantity(value)  # type: ignore[no-untyped-call]
+    return math.ceil(quantity)
 
 
 def now_rfc3339() -> str:
@@ -66,9 +58,7 @@ def pod_requests(pod: dict[str, Any]) -> Requests:
     def of(container: dict[str, Any]) -> Requests:
         res = container.get("resources") or {}
         want = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-        return Requests(
-            round(parse_quantity(want.get("cpu", 0)) * 1000), int(parse_quantity(want.get("memory", 0)))
-        )
+        return Requests(milli_value(want.get("cpu", 0)), whole_value(want.get("memory", 0)))
 
     spec = pod.get("spec") or {}
     total = Requests()
@@ -88,7 +78,7 @@ class Rejection:
 
 def admit(request: Requests, used: Requests, pods_used: int, allocatable: dict[str, Any]) -> Rejection | None:
     """The kubelet's resource fit check at admission (its ``OutOf<resource>`` rejections); None admits."""
-    pods_cap = int(parse_quantity(allocatable.get("pods", 110)))
+    pods_cap = whole_value(allocatable.get("pods", 110))
     if pods_used + 1 > pods_cap:
         return Rejection(
             "OutOfpods",
@@ -99,13 +89,13 @@ def admit(request: Requests, used: Requests, pods_used: int, allocatable: dict[s
             "cpu",
             request.milli_cpu,
             used.milli_cpu,
-            round(parse_quantity(allocatable.get("cpu", 0)) * 1000),
+            milli_value(allocatable.get("cpu", 0)),
         ),
         (
             "memory",
             request.memory_bytes,
             used.memory_bytes,
-            int(parse_quantity(allocatable.get("memory", 0))),
+            whole_value(allocatable.get("memory", 0)),
         ),
     )
     for name, want, have, cap in checks:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mrsched.core.kuberules import Requirement, parse_selector
 from mrsched.core.metrics import FIELDS
 from mrsched.core.probes import PROBE_REPEATS
 from mrsched.operator.nodemetrics import DEFAULT_QUERIES, MetricsSettings
@@ -25,7 +26,8 @@ class OperatorConfig(BaseModel):
     policy_options: dict[str, Any] = Field(default_factory=dict)
     #: Hadoop's heartbeat: how often the loop offers every node to the policy.
     heartbeat_s: float = Field(1.0, gt=0, le=60)
-    #: Nodes that run tasks: a label selector.
+    #: Nodes that run tasks: a label selector in Kubernetes' grammar (``k=v``, ``k!=v``, ``k in (a,b)``,
+    #: ``k notin (a)``, ``k``, ``!k``, comma-separated), as ``kubectl get nodes -l`` takes it.
     node_selector: str = "mrsched.dev/worker=true"
     #: Namespaces whose jobs this operator runs; empty means every namespace.
     namespaces: tuple[str, ...] = ()
@@ -127,6 +129,16 @@ class OperatorConfig(BaseModel):
         if name not in policy_names():
             raise ValueError(f"unknown policy {name!r}; known: {', '.join(policy_names())}")
         return name
+
+    @field_validator("node_selector")
+    @classmethod
+    def _valid_selector(cls, selector: str) -> str:
+        parse_selector(selector)  # SelectorError (a ValueError) says what Kubernetes would refuse in it
+        return selector
+
+    def worker_selector(self) -> tuple[Requirement, ...]:
+        """:attr:`node_selector`'s requirements (labels.Parse grammar)."""
+        return parse_selector(self.node_selector)
 
     @model_validator(mode="after")
     def _one_data_volume(self) -> OperatorConfig:

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from mrsched.core.kuberules import node_selector_matches, tolerates
 from mrsched.core.model import Resources
 from mrsched.operator.jobspec import JobSpec
 from mrsched.operator.pods import REJECTIONS, PodAttempt
-from mrsched.operator.snapshot import NodeInfo, tolerates
+from mrsched.operator.snapshot import NodeInfo
 
 #: Taints of a passing condition, set and removed by the node lifecycle controller, kubectl cordon, or mrsched's
 #: own health monitor.
@@ -69,9 +70,7 @@ def unplaceable(spec: JobSpec, workers: Mapping[str, NodeInfo]) -> tuple[str, st
 
 def _could_admit(info: NodeInfo, spec: JobSpec) -> bool:
     lasting = tuple(t for t in info.taints if not str(t.get("key", "")).startswith(TRANSIENT_TAINT_PREFIXES))
-    return tolerates(lasting, spec.tolerations) and all(
-        info.labels.get(k) == v for k, v in spec.node_selector.items()
-    )
+    return tolerates(lasting, spec.tolerations) and node_selector_matches(spec.node_selector, info.labels)
 
 
 #: Rejections that are the kubelet's own verdict on one of our pods; ``Evicted``, ``NodeLost`` and

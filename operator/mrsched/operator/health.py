@@ -29,12 +29,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mrsched.core.kuberules import tolerates
 from mrsched.core.model import TaskOutcome
 from mrsched.core.probes import Capability
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.profiles import ProfileStore, utc_stamp
-from mrsched.operator.snapshot import NodeInfo, tolerates
+from mrsched.operator.snapshot import NodeInfo
 from mrsched.policies.slowdown import MonitorConfig, NodeHealth, SlowdownMonitor, profile_key
 
 log = logging.getLogger("mrsched.health")

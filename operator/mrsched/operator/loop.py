@@ -27,6 +27,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from mrsched.core.kuberules import selector_matches
 from mrsched.core.model import Explanation, Job, Placement
 from mrsched.core.policy import Policy, registered
 from mrsched.operator import jobpolicy, tracking
@@ -81,6 +82,7 @@ class SchedulingLoop:
     ) -> None:
         self.api = api
         self.config = config
+        self._worker_selector = config.worker_selector()
         self.metrics = metrics or OperatorMetrics()
         self.clock = clock
         if node_metrics is None and config.prometheus_url:
@@ -178,9 +180,8 @@ class SchedulingLoop:
             self._load_profiles()
         bodies_of_nodes = self.api.list_nodes()
         nodes = [self._read_node(n) for n in bodies_of_nodes]
-        workers = {
-            n.node.name: n for n in nodes if snap.selector_matches(self.config.node_selector, n.labels)
-        }
+        selector = self._worker_selector
+        workers = {n.node.name: n for n in nodes if selector_matches(selector, n.labels)}
         usable = {name: n for name, n in workers.items() if n.ready and n.schedulable}
         # Only the jobs whose object, pods or nodes changed, or whose timers are due, are read and reconciled
         # again; the others are as the last round left them (jobpass, jobcache).

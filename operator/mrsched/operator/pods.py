@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from mrsched.core.kuberules import node_affinity
 from mrsched.core.model import Explanation
 from mrsched.core.report import TaskReport
 from mrsched.operator.config import DEFAULT_DATA_CLAIM, OperatorConfig
@@ -161,11 +162,13 @@ def task_pod(
     if spec.tolerations:
         pod_spec["tolerations"] = list(spec.tolerations)
     if node is None:
-        selector = dict(spec.node_selector)
-        key, _, value = config.node_selector.partition("=")
-        if key:
-            selector[key] = value
-        pod_spec["nodeSelector"] = selector
+        # kube-scheduler places it: the job's nodeSelector map as it is, and the operator's worker selector
+        # (any labels.Parse selector) as the required node affinity with the same meaning.
+        if spec.node_selector:
+            pod_spec["nodeSelector"] = dict(spec.node_selector)
+        affinity = node_affinity(config.worker_selector())
+        if affinity is not None:
+            pod_spec["affinity"] = affinity
     else:
         # Placed by us: one write binds it (see docs/operator.md for why nodeName rather than a Binding).
         pod_spec["schedulerName"] = config.scheduler_name

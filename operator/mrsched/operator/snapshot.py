@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from mrsched.core.kuberules import node_selector_matches, tolerates
 from mrsched.core.model import UNCAPPED, Attempt, ClusterSnapshot, Job, Node, NodeMetrics, Resources, Task
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.jobspec import parse_cpu, parse_memory_mb
@@ -67,15 +68,6 @@ class NodeInfo:
     not_ready_since: float | None = None
 
 
-def selector_matches(selector: str, labels: dict[str, str]) -> bool:
-    """A simple equality label selector (``k=v,k2=v2`` or ``k``)."""
-    for term in filter(None, (t.strip() for t in selector.split(","))):
-        key, eq, value = term.partition("=")
-        if key not in labels or (eq and labels[key] != value):
-            return False
-    return True
-
-
 def read_node(body: dict[str, Any], config: OperatorConfig) -> NodeInfo:
     meta, spec, status = body["metadata"], body.get("spec") or {}, body.get("status") or {}
     labels = meta.get("labels") or {}
@@ -118,29 +110,10 @@ def _timestamp(text: str | None) -> float | None:
         return None
 
 
-def tolerates(taints: tuple[dict[str, Any], ...], tolerations: tuple[dict[str, Any], ...]) -> bool:
-    """Every NoSchedule/NoExecute taint is tolerated (Kubernetes' matching rules, Exists and Equal)."""
-    for taint in taints:
-        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(
-            (not t.get("key") and t.get("operator") == "Exists")
-            or (
-                t.get("key") == taint.get("key")
-                and (t.get("operator") == "Exists" or t.get("value", "") == taint.get("value", ""))
-                and t.get("effect", taint.get("effect")) == taint.get("effect")
-            )
-            for t in tolerations
-        ):
-            return False
-    return True
-
-
 def admits(info: NodeInfo, tolerations: tuple[dict[str, Any], ...], node_selector: dict[str, str]) -> bool:
-    """The node's taints are tolerated and its labels match the job's node selector."""
-    return tolerates(info.taints, tolerations) and all(
-        info.labels.get(k) == v for k, v in node_selector.items()
-    )
+    """Kubernetes' TaintToleration and NodeAffinity filters pass the node for a pod with these tolerations and
+    this ``nodeSelector`` (:mod:`mrsched.core.kuberules`)."""
+    return tolerates(info.taints, tolerations) and node_selector_matches(node_selector, info.labels)
 
 
 def core_job(state: JobState, now: float, backoff: tuple[float, float], existing: Job | None = None) -> Job:
