@@ -123,6 +123,10 @@ class Job:
     #: MB of intermediate data (map output) of the job's finished maps, by the node that holds it: seed 003's
     #: w_i(u) (Eq 1). Each reduce fetches its partition of every node's share.
     map_output_mb: dict[str, float] = field(default_factory=dict)
+    #: The nodes Kubernetes' filters pass for the job's pods (its tolerations against their taints, its node
+    #: selector against their labels: :mod:`mrsched.core.kuberules`), set by the owner before each round; None:
+    #: every node. :meth:`ClusterSnapshot.fits` refuses the others, so a policy scores only what passed.
+    nodes: frozenset[str] | None = None
 
     def tasks(self, kind: TaskType) -> list[Task]:
         return self.maps if kind == "map" else self.reduces
@@ -346,9 +350,16 @@ class ClusterSnapshot:
         memory = n.memory_mb - (other.memory_mb if other else 0.0)
         return min(n.slots(kind), pods_that_fit(cpu, memory, self.smallest_request(kind)))
 
+    def admits(self, node: str, job: Job) -> bool:
+        """The job's pods may run on the node at all: Kubernetes' filters passed it (:attr:`Job.nodes`)."""
+        return job.nodes is None or node in job.nodes
+
     def fits(self, node: str, job: Job, kind: TaskType) -> bool:
-        """One more task of ``job`` and ``kind`` may start on the node: a free slot, and on a by-requests node
-        its pod's request within what is left of the node's allocatable (kube-scheduler's NodeResourcesFit)."""
+        """One more task of ``job`` and ``kind`` may start on the node: the node :meth:`admits` the job, has a
+        free slot, and on a by-requests node its pod's request fits what is left of the node's allocatable
+        (kube-scheduler's TaintToleration, NodeAffinity and NodeResourcesFit filters)."""
+        if job.nodes is not None and node not in job.nodes:
+            return False
         n = self.nodes[node]
         if n.slots(kind) - self.running_on(node, kind) <= 0:
             return False

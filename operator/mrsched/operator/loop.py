@@ -28,7 +28,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from mrsched.core.kuberules import selector_matches
-from mrsched.core.model import Explanation, Job, Placement
+from mrsched.core.model import Explanation, Job, Resources
 from mrsched.core.policy import Policy, registered
 from mrsched.operator import jobpolicy, tracking
 from mrsched.operator import snapshot as snap
@@ -300,12 +300,15 @@ class SchedulingLoop:
         if not active:
             return
         by_policy: dict[str, list[tuple[JobState, Job]]] = defaultdict(list)
+        filters = snap.JobFilters(usable)
         for _, state in active:
             # Derived this round (LearningFeed.learn) from the same state, or unchanged since (jobcache)
             job = self.learning.held_job(state.spec.uid) or self.learning.core_job(state, now)
+            # Filter before Score: the policy sees which nodes admit the job's pods (ClusterSnapshot.fits).
+            job.nodes = filters.nodes_for(state.spec.tolerations, state.spec.node_selector)
             by_policy[state.spec.policy or self.config.policy].append((state, job))
         states = {state.spec.uid: state for _, state in active}
-        used = dict(self._requested()) if usable else {}  # _fits adds this round's placements to it
+        used = dict(self._requested()) if usable else {}  # this round's placements are added to it
         creations: list[dict[str, Any]] = []
         nodes = self._nodes.of(usable, self.profiles.capability, self.health.slowdown)
         for name in canaries:  # one map, no reduce: a canary only measures the node (operator/canary.py)
@@ -346,12 +349,17 @@ class SchedulingLoop:
                 explanation = placement.explanation
                 if placement.node in canaries:
                     if placement.task.kind != "map" or placement.node in canaried:
-                        unfit += 1
+                        unfit += 1  # a canary node measures one map at a time
                         continue
                     spec, explanation = canary_spec(spec), canary_explanation(explanation)
-                if not self._fits(placement, spec, usable, used):
-                    unfit += 1
-                    continue
+                # The policy chose among the nodes that admit the job, within their allocatable (fits): the
+                # next policy's snapshot and the job commits see what this placement holds there.
+                request = spec.map_resources if placement.task.kind == "map" else spec.reduce_resources
+                have = used.get(placement.node)
+                used[placement.node] = Resources(
+                    cpu=(have.cpu if have else 0.0) + request.cpu,
+                    memory_mb=(have.memory_mb if have else 0.0) + request.memory_mb,
+                )
                 if placement.node in canaries:
                     canaried.add(placement.node)
                     self.canaries.started(placement.node, now)
@@ -372,7 +380,7 @@ class SchedulingLoop:
                 )
             stats.placed[name] = len(placements)
             if unfit:  # pending again next round; the policy hears of it then (LearningFeed.core_job)
-                log.debug("%s: %d of %d placements did not fit their node", name, unfit, len(placements))
+                log.debug("%s: %d of %d placements on canary nodes wait", name, unfit, len(placements))
         creations += self._commits(active, usable, used, now)
         if creations and self.config.max_tasks_per_namespace:
             creations = jobpolicy.within_namespace_caps(
@@ -388,22 +396,6 @@ class SchedulingLoop:
             pods = [*self.api.list_other_pods_on(), *self.api.list_task_pods()]
             self._requested_at = (changes, snap.requested(pods, self._pod_request))
         return self._requested_at[1]
-
-    def _fits(
-        self, placement: Placement, spec: Any, usable: dict[str, snap.NodeInfo], used: dict[str, Any]
-    ) -> bool:
-        """Allocatable, taints and the job's node selector, which the slot-based policies do not see."""
-        info = usable[placement.node]
-        request = spec.map_resources if placement.task.kind == "map" else spec.reduce_resources
-        if not snap.admits(info, spec.tolerations, spec.node_selector):
-            return False
-        have = used.get(placement.node)
-        cpu = (have.cpu if have else 0.0) + request.cpu
-        mem = (have.memory_mb if have else 0.0) + request.memory_mb
-        if cpu > info.node.cores + 1e-9 or mem > info.node.memory_mb + 1e-9:
-            return False
-        used[placement.node] = type(request)(cpu=cpu, memory_mb=mem)
-        return True
 
     def _commits(
         self,

@@ -116,6 +116,31 @@ def admits(info: NodeInfo, tolerations: tuple[dict[str, Any], ...], node_selecto
     return tolerates(info.taints, tolerations) and node_selector_matches(node_selector, info.labels)
 
 
+class JobFilters:
+    """Kubernetes' filters for each job's pods over one round's usable nodes (TaintToleration, then the
+    nodeSelector half of NodeAffinity; unschedulable, NotReady, probing and refusing nodes are not usable), run
+    before any policy scores a node: :attr:`Job.nodes`. Jobs with the same tolerations and selector share one
+    pass over the nodes."""
+
+    def __init__(self, usable: dict[str, NodeInfo]) -> None:
+        self.usable = usable
+        self._by_constraints: dict[str, frozenset[str] | None] = {}
+
+    def nodes_for(
+        self, tolerations: tuple[dict[str, Any], ...], node_selector: dict[str, str]
+    ) -> frozenset[str] | None:
+        """The usable nodes that admit such pods; None when every usable node does (nothing to filter)."""
+        if not tolerations and not node_selector and not any(i.taints for i in self.usable.values()):
+            return None
+        key = repr((tolerations, sorted(node_selector.items())))
+        if key not in self._by_constraints:
+            passed = frozenset(
+                n for n, info in self.usable.items() if admits(info, tolerations, node_selector)
+            )
+            self._by_constraints[key] = None if len(passed) == len(self.usable) else passed
+        return self._by_constraints[key]
+
+
 def core_job(state: JobState, now: float, backoff: tuple[float, float], existing: Job | None = None) -> Job:
     """The core's Job for a MapReduceJob, task flags from its pods.
 

@@ -245,7 +245,7 @@ class Capacity(SlotPolicy):
             for job in queue.jobs:
                 if queue.held.get(job.user, 0) + 1 > limit:
                     continue
-                task = self.pick_reduce(job)
+                task = self.reduce_for(job, snapshot, node)
                 if task is not None:
                     reason = (
                         f"queue {queue.name} furthest below its capacity "

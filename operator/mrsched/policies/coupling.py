@@ -43,7 +43,7 @@ from mrsched.core.locality import hops_across_racks, hops_within_rack
 from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskOutcome, TaskType
 from mrsched.core.policy import PolicyConfig, register
 from mrsched.policies.fair import Fair, FairConfig
-from mrsched.policies.slots import SlotPolicy
+from mrsched.policies.slots import SlotPolicy, request_fits
 
 #: Algorithm 1 line 9: a job whose maps are all launched outranks every job still mapping (line 7 < 4).
 MAP_PHASE_OVER_BONUS = 4.0
@@ -191,6 +191,11 @@ class Coupling(SlotPolicy):
             )
             if job is None:
                 break
+            if not request_fits(
+                snapshot, node, job, "map"
+            ):  # filtered out here: not a candidate, no slot spent
+                skipped.add(job.id)
+                continue
             free -= 1  # launched or skipped, this slot is spent for this heartbeat (A9)
             placed = self._peek(snapshot, node, job)
             if placed is None:
@@ -258,6 +263,8 @@ class Coupling(SlotPolicy):
     def candidate_list(self, snapshot: ClusterSnapshot, job: Job) -> list[str]:
         """L(J): the ≤ D nodes with a free reduce slot (V_r) in increasing Eq 1 cost, random tie-break."""
         free = _with_free_slot(snapshot, "reduce")
+        if job.nodes is not None:  # Kubernetes' filters first: only the nodes that admit the job's pods
+            free = [n for n in free if snapshot.admits(n, job)]
         if self.cfg.spread_reduces:
             free = [n for n in free if not self._runs_reduce_of(snapshot, n, job)]
         # A node's cost does not depend on which others are asked: every node's, once per snapshot version (a
@@ -313,7 +320,7 @@ class Coupling(SlotPolicy):
                     why = f"rank {rank} of {len(ranked)} by Eq 1 cost"
                     return self._launch_reduce(snapshot, node, job, f"wait round {g}, {why}")
                 w.wait = g * n + 1
-        if 3 * n < w.wait <= 4 * n and snapshot.free_slots(node, "reduce") > 0:
+        if 3 * n < w.wait <= 4 * n and snapshot.free_slots(node, "reduce") > 0 and snapshot.admits(node, job):
             return self._launch_reduce(snapshot, node, job, "wait round 4: any node")
         if w.wait > 4 * n:
             w.reset()  # line 12: give up; re-select on the next heartbeat
@@ -326,6 +333,8 @@ class Coupling(SlotPolicy):
         )
 
     def _launch_reduce(self, snapshot: ClusterSnapshot, node: str, job: Job, why: str) -> Placement | None:
+        if not request_fits(snapshot, node, job, "reduce"):
+            return None
         task: Task | None = next((t for t in job.reduces if t.pending), None)
         if task is None:
             return None

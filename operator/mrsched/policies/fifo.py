@@ -131,7 +131,7 @@ class Fifo(SlotPolicy):
         for job in ordered:
             if not job.reduces:
                 continue
-            task = self.pick_reduce(job)
+            task = self.reduce_for(job, snapshot, node)
             if task is not None:
                 return [self.place(snapshot, task, node, "first job in FIFO order; one reduce per heartbeat")]
             if exceeded:

@@ -171,11 +171,14 @@ class KubeDefault(Policy):
         offered = {name: snapshot.nodes[name] for name in nodes if name in snapshot.nodes}
         used = {name: requested(snapshot, name) for name in offered}
         requests = {job.id: (job.map_request, job.reduce_request) for job in snapshot.jobs}
+        admitted = {job.id: job.nodes for job in snapshot.jobs if job.nodes is not None}
         placements: list[Placement] = []
 
         def bind(task: Task, priority: int, failures: int) -> bool:
             req = requests[task.job_id][0 if task.kind == "map" else 1]
-            best, best_score, runner_up = best_nodes(offered, used, req)
+            allowed = admitted.get(task.job_id)  # Filter (taints, node affinity), then Score the rest
+            feasible = offered if allowed is None else {n: v for n, v in offered.items() if n in allowed}
+            best, best_score, runner_up = best_nodes(feasible, used, req)
             if not best:
                 return False
             chosen = self.rng.choice(best)

@@ -72,7 +72,7 @@ from mrsched.policies.learning_features import (
     candidate_features,
     node_features,
 )
-from mrsched.policies.slots import SlotPolicy
+from mrsched.policies.slots import SlotPolicy, request_fits
 from mrsched.policies.utilities import UTILITIES, UtilityContext, combined
 
 WINDOW = 250  # decisions per accuracy window (Fig. 10)
@@ -322,8 +322,8 @@ class Learning(SlotPolicy):
             if self.pick_reduce(job) is not None:
                 kinds.append("reduce")
             for kind in kinds:
-                if snapshot.nodes[node].by_requests and not snapshot.fits(node, job, kind):
-                    continue  # its pod would not fit what the node has left: the kubelet would refuse it
+                if not request_fits(snapshot, node, job, kind):
+                    continue  # the node does not admit its pods, or they would not fit what it has left
                 if node_part is None:
                     node_part = node_features(
                         snapshot,

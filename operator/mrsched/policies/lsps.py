@@ -283,7 +283,7 @@ class Lsps(SlotPolicy):
                 if found is not None:
                     return found
             else:
-                task = self.pick_reduce(job)
+                task = self.reduce_for(job, snapshot, node)
                 if task is not None:
                     return task, None
         return None

@@ -48,10 +48,13 @@ def has_pending(job: Job, kind: TaskType) -> bool:
     return job.reduces_allowed() and job.finished_reduces + job.running_reduces < len(job.reduces)
 
 
-def _request_fits(snapshot: ClusterSnapshot, node: str, job: Job, kind: TaskType) -> bool:
-    """On a by-requests node, the job's pod request fits what is left (the free-slot count is in the smallest
-    request's units, and a job may ask for more); on a slot node the caller has counted free slots already."""
-    return not snapshot.nodes[node].by_requests or snapshot.fits(node, job, kind)
+def request_fits(snapshot: ClusterSnapshot, node: str, job: Job, kind: TaskType) -> bool:
+    """The node admits the job's pods, and on a by-requests node the job's pod request fits what is left (the
+    free-slot count is in the smallest request's units, and a job may ask for more); on a slot node the caller
+    has counted free slots already."""
+    if not snapshot.nodes[node].by_requests:
+        return snapshot.admits(node, job)
+    return snapshot.fits(node, job, kind)
 
 
 class SlotPolicy(Policy):
@@ -83,7 +86,7 @@ class SlotPolicy(Policy):
     def pick_map(
         self, job: Job, snapshot: ClusterSnapshot, node: str, max_level: Level = "off"
     ) -> tuple[Task, Level] | None:
-        if not has_pending(job, "map") or not _request_fits(snapshot, node, job, "map"):
+        if not has_pending(job, "map") or not request_fits(snapshot, node, job, "map"):
             return None  # nothing pending: skip the index
         return self.map_index(job, snapshot).best(snapshot.nodes[node], max_level)
 
@@ -94,7 +97,7 @@ class SlotPolicy(Policy):
         (JobInProgress.java:1425-1429). Maps without location information are not found here: findNewMapTask
         returns them only to off-switch requests (JobInProgress.java:2386-2388 end the local search with -1;
         the ``nonLocalMaps`` list comes after, at 2428-2436), so Hadoop counts them as off-switch maps."""
-        if not has_pending(job, "map") or not _request_fits(snapshot, node, job, "map"):
+        if not has_pending(job, "map") or not request_fits(snapshot, node, job, "map"):
             return None
         index = self.map_index(job, snapshot)
         if index.has_local(node):
@@ -106,9 +109,14 @@ class SlotPolicy(Policy):
 
     @staticmethod
     def pick_reduce(job: Job) -> Task | None:
+        """The job's next reduce to start, wherever it may go."""
         if not has_pending(job, "reduce"):
             return None
         return next((t for t in job.reduces if t.pending), None)
+
+    def reduce_for(self, job: Job, snapshot: ClusterSnapshot, node: str) -> Task | None:
+        """:meth:`pick_reduce`, when the node admits the job's pods and its reduce request fits there."""
+        return self.pick_reduce(job) if request_fits(snapshot, node, job, "reduce") else None
 
     def place(
         self, snapshot: ClusterSnapshot, task: Task, node: str, reason: str, score: float = 0.0
@@ -140,7 +148,7 @@ class SlotPolicy(Policy):
         if snapshot.free_slots(node, "reduce") <= 0:
             return []
         for job in ordered:
-            task = self.pick_reduce(job) if _request_fits(snapshot, node, job, "reduce") else None
+            task = self.reduce_for(job, snapshot, node)
             if task is not None:
                 return [self.place(snapshot, task, node, why)]
         return []

@@ -1,0 +1,59 @@
+"""The operator's round filters nodes with Kubernetes' rules before the policy scores them: a job that only some
+workers admit is placed on those in the same round, none of its placements dropped afterwards (the old order,
+policy first and ``loop._fits`` after, dropped them and left the tasks for a later round)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from mrsched.operator.config import OperatorConfig
+from mrsched.operator.kubeapi import ClusterApi
+from mrsched.operator.loop import SchedulingLoop
+from tests.unit.test_loop_incremental import T0, MemoryApi, job, node
+
+
+NODES = (
+    ("n1", {"disk": "hdd"}, []),
+    ("n2", {"disk": "ssd"}, []),
+    ("n3", {"disk": "ssd"}, [{"key": "mrsched.dev/degraded", "value": "disk", "effect": "NoSchedule"}]),
+)
+
+
+def cluster(policy: str, only: str | None = None, **spec: Any) -> tuple[MemoryApi, SchedulingLoop]:
+    """The three NODES (or the one named ``only``) and a job of three maps with ``spec`` added."""
+    api = MemoryApi()
+    for name, labels, taints in NODES:
+        if only is not None and name != only:
+            continue
+        body = node(name)
+        body["metadata"]["labels"].update(labels)
+        body["spec"]["taints"] = taints
+        api.nodes[name] = api.stamp(body)
+    body = job("picky", maps=3)
+    body["spec"].update(spec)
+    api.jobs["picky"] = api.stamp(body)
+    config = OperatorConfig(policy=policy, probe_nodes="never", namespaces=("ns",), health_monitor=False)
+    return api, SchedulingLoop(cast(ClusterApi, api), config, clock=lambda: T0 + 5)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "fair", "capacity", "lsps", "coupling", "dara", "diagnosis"])
+def test_a_job_whose_selector_fits_some_nodes_is_placed_on_them_in_the_same_round(policy: str) -> None:
+    """Every placement the policy made becomes a pod, on an admitting node, in the first round: none was made
+    on a node the job's selector or taints refuse and dropped afterwards."""
+    api, loop = cluster(policy, nodeSelector={"disk": "ssd"})
+    stats = loop.round()
+    assert api.created, f"{policy} placed nothing in the first round"
+    assert len(api.created) == stats.placed[policy]
+    assert {p["spec"]["nodeName"] for p in api.created} == {"n2"}  # n1's disk is hdd, n3 is degraded
+
+
+def test_an_exists_toleration_of_another_effect_does_not_admit_a_degraded_node() -> None:
+    """The live defect: ``{operator: Exists, effect: NoExecute}`` tolerated the NoSchedule degraded taint."""
+    api, loop = cluster("fair", tolerations=[{"operator": "Exists", "effect": "NoExecute"}])
+    loop.round()
+    assert api.created and "n3" not in {p["spec"]["nodeName"] for p in api.created}
+    api, loop = cluster("fair", tolerations=[{"key": "mrsched.dev/degraded", "operator": "Exists"}])
+    loop.round()
+    assert "n3" in {p["spec"]["nodeName"] for p in api.created}
