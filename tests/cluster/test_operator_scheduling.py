@@ -140,6 +140,30 @@ def test_pods_go_only_to_worker_nodes_within_allocatable(
     assert placed.count(small_a) >= 1
 
 
+def test_a_job_tolerating_every_no_execute_taint_stays_off_a_degraded_node_and_on_its_selected_ones(
+    kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess
+) -> None:
+    """``{operator: Exists, effect: NoExecute}`` tolerates NoExecute taints only (ToleratesTaint): the node we
+    judged degraded (``mrsched.dev/degraded:NoSchedule``) is refused, as the node the job's selector does not
+    name. Our task pods carry spec.nodeName, so no kube-scheduler checks this after the operator: it was bound
+    there before the operator's filters followed Kubernetes' rule."""
+    degraded, ssd, hdd = emulate({"small": 3}).nodes
+    kube.kubectl("label", "node", degraded, ssd, "disk=ssd")
+    kube.kubectl("label", "node", hdd, "disk=hdd")
+    kube.kubectl("taint", "node", degraded, "mrsched.dev/degraded=disk:NoSchedule")
+    tolerant = pi(
+        "tolerant",
+        maps=6,
+        nodeSelector={"disk": "ssd"},
+        tolerations=[{"operator": "Exists", "effect": "NoExecute"}],
+    )
+    apply(kube, namespace, tolerant)
+    job = wait_phase(kube, namespace, "tolerant", ("Succeeded", "Failed"), 180)
+    assert job["status"]["phase"] == "Succeeded", job["status"]
+    placed = {p["spec"]["nodeName"] for p in task_pods(kube, namespace, "tolerant")}
+    assert placed == {ssd}, placed
+
+
 def test_a_large_node_runs_as_many_maps_as_requests_fit(
     kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess
 ) -> None:

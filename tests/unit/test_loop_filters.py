@@ -13,7 +13,6 @@ from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.loop import SchedulingLoop
 from tests.unit.test_loop_incremental import T0, MemoryApi, job, node
 
-
 NODES = (
     ("n1", {"disk": "hdd"}, []),
     ("n2", {"disk": "ssd"}, []),

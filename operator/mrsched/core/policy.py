@@ -15,7 +15,7 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -132,6 +132,20 @@ class Policy(ABC):
         """Per node, the (map, reduce) slots the policy uses now, when it sets them itself (seed 001's
         adaptive slots); the operator exports them as a gauge. Empty: the nodes' configured slots."""
         return {}
+
+
+ConfigT = TypeVar("ConfigT", bound=PolicyConfig)
+
+
+class Configured(Generic[ConfigT]):
+    """Mixin of a policy with options: :attr:`cfg` is its :attr:`Policy.config`, typed as its own ``Config``
+    (``class Fair(Configured[FairConfig], SlotPolicy)``), which :func:`build_policy` validated."""
+
+    config: PolicyConfig
+
+    @property
+    def cfg(self) -> ConfigT:
+        return cast(ConfigT, self.config)
 
 
 _REGISTRY: dict[str, type[Policy]] = {}

@@ -53,9 +53,9 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
-from mrsched.core.policy import Policy, PolicyConfig, register
-from mrsched.policies.fair import Fair, FairConfig
+from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement
+from mrsched.core.policy import Configured, Policy, PolicyConfig, register
+from mrsched.policies.fair import ComposesFair, Fair, FairConfig
 
 Decision = Literal["init", "grow-map", "grow-reduce", "shrink-map", "shrink-reduce", "kept", "fallback"]
 
@@ -123,14 +123,13 @@ def _pending_reduces(jobs: list[Job]) -> int:
 
 
 @register
-class AdaptiveSlots(Policy):
+class AdaptiveSlots(ComposesFair, Configured[AdaptiveSlotsConfig], Policy):
     name = "adaptive-slots"
     Config = AdaptiveSlotsConfig
     needs_metrics = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.cfg: AdaptiveSlotsConfig = self.config  # type: ignore[assignment]
         # A5: the job in a free slot is the one Fair (the paper's baseline) would choose.
         self.fair = Fair(self.cfg.fair_config(), seed=self.seed)
         self._nodes: dict[str, _NodeSlots] = {}
@@ -287,20 +286,6 @@ class AdaptiveSlots(Policy):
         shown = replace(original, map_slots=state.map_slots, reduce_slots=state.reduce_slots)
         self._shown[original.name] = (original, state.map_slots, state.reduce_slots, shown)
         return shown
-
-    # --- hooks: the composed Fair keeps its indexes and locality waits current ----------------------------
-
-    def on_job_submitted(self, job: Job, now: float) -> None:
-        self.fair.on_job_submitted(job, now)
-
-    def on_job_finished(self, job: Job, now: float) -> None:
-        self.fair.on_job_finished(job, now)
-
-    def on_task_finished(self, outcome: TaskOutcome) -> None:
-        self.fair.on_task_finished(outcome)
-
-    def on_task_requeued(self, task: Task) -> None:
-        self.fair.on_task_requeued(task)
 
     # --- persistence ---------------------------------------------------------------------------------------
 

@@ -61,7 +61,7 @@ from pydantic import Field, model_validator
 
 from mrsched.core.locality import Level
 from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskType
-from mrsched.core.policy import PolicyConfig, register
+from mrsched.core.policy import Configured, PolicyConfig, register
 from mrsched.policies.fifo import fifo_order
 from mrsched.policies.slots import SlotPolicy, has_pending
 
@@ -115,7 +115,7 @@ class _Queue:
 
 
 @register
-class Capacity(SlotPolicy):
+class Capacity(Configured[CapacityConfig], SlotPolicy):
     name = "capacity"
     # Its scheduling opportunities count only for jobs with a pending map, and nothing else changes per heartbeat.
     idle_when_nothing_pending = True
@@ -123,7 +123,6 @@ class Capacity(SlotPolicy):
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
-        self.cfg: CapacityConfig = self.config  # type: ignore[assignment]
         self._opportunities: dict[str, int] = defaultdict(int)  # JobInProgress.numSchedulingOpportunities
         self._wait_factor: dict[str, float] = {}  # JobInProgress.localityWaitFactor
 

@@ -40,9 +40,9 @@ from typing import Any
 from pydantic import Field
 
 from mrsched.core.locality import hops_across_racks, hops_within_rack
-from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskOutcome, TaskType
-from mrsched.core.policy import PolicyConfig, register
-from mrsched.policies.fair import Fair, FairConfig
+from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskType
+from mrsched.core.policy import Configured, PolicyConfig, register
+from mrsched.policies.fair import ComposesFair, Fair, FairConfig
 from mrsched.policies.slots import SlotPolicy, request_fits
 
 #: Algorithm 1 line 9: a job whose maps are all launched outranks every job still mapping (line 7 < 4).
@@ -149,13 +149,12 @@ class WaitScheduling:
 
 
 @register
-class Coupling(SlotPolicy):
+class Coupling(ComposesFair, Configured[CouplingConfig], SlotPolicy):
     name = "coupling"
     Config = CouplingConfig
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.cfg: CouplingConfig = self.config  # type: ignore[assignment]
         # §2.2: the map fairness is Fair Scheduler's slot allocation; its delay timers are never consulted.
         self.fair = Fair(FairConfig(assign_multiple=self.cfg.assign_multiple), seed=self.seed)
         self.waiting = WaitScheduling()
@@ -345,19 +344,7 @@ class Coupling(SlotPolicy):
 
     # --- hooks: the composed Fair keeps its own bookkeeping current ------------------------------------------
 
-    def on_job_submitted(self, job: Job, now: float) -> None:
-        self.fair.on_job_submitted(job, now)
-
     def on_job_finished(self, job: Job, now: float) -> None:
         super().on_job_finished(job, now)
-        self.fair.on_job_finished(job, now)
         if self.waiting.candidate == job.id:
             self.waiting.reset()
-
-    def on_task_finished(self, outcome: TaskOutcome) -> None:
-        super().on_task_finished(outcome)
-        self.fair.on_task_finished(outcome)
-
-    def on_task_requeued(self, task: Task) -> None:
-        super().on_task_requeued(task)
-        self.fair.on_task_requeued(task)

@@ -97,7 +97,7 @@ from pydantic import Field
 from mrsched.core.catalog import CatalogError, application
 from mrsched.core.locality import LEVEL_RANK, Level
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
-from mrsched.core.policy import PolicyConfig, register
+from mrsched.core.policy import Configured, PolicyConfig, register
 from mrsched.policies.dara_model import (
     Fit,
     Observation,
@@ -110,7 +110,7 @@ from mrsched.policies.dara_model import (
 )
 from mrsched.policies.dara_search import Assignment, search_assignment
 from mrsched.policies.dara_window import FitWindow
-from mrsched.policies.fair import Fair, FairConfig
+from mrsched.policies.fair import ComposesFair, Fair, FairConfig
 from mrsched.policies.slots import SlotPolicy
 
 MB = 1_000_000.0  # bytes per MB for d (Table 4.1 reports MB)
@@ -188,7 +188,7 @@ class _NodeClock:
 
 
 @register
-class Dara(SlotPolicy):
+class Dara(ComposesFair, Configured[DaraConfig], SlotPolicy):
     name = "dara"
     Config = DaraConfig
     #: A skipped round leaves each node's ∫ containers dt (:class:`_NodeClock`) to the next round's advance, the
@@ -199,7 +199,6 @@ class Dara(SlotPolicy):
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
-        self.cfg: DaraConfig = self.config  # type: ignore[assignment]
         self.profiles: dict[str, Profile] = {}
         self.fit = Fit()
         self.fitted_classes: set[str] = set()
@@ -246,19 +245,14 @@ class Dara(SlotPolicy):
     # --- learning --------------------------------------------------------------------------------------
 
     def on_job_submitted(self, job: Job, now: float) -> None:
-        self.fair.on_job_submitted(job, now)
+        super().on_job_submitted(job, now)  # the composed Fair's too (ComposesFair)
         self._request_memory[job.id] = job.map_request.memory_mb
         self._app_cpu[job.app] = min(job.map_request.cpu, self._app_cpu.get(job.app, job.map_request.cpu))
         self._apps[job.id] = job.app
 
     def on_job_finished(self, job: Job, now: float) -> None:
         super().on_job_finished(job, now)
-        self.fair.on_job_finished(job, now)
         self.remove_application(job.id)
-
-    def on_task_requeued(self, task: Task) -> None:
-        super().on_task_requeued(task)
-        self.fair.on_task_requeued(task)
 
     def _peak_memory(self, outcome: TaskOutcome) -> float:
         """Memory per map for the cap: the profiling task's peak RSS (digest §4.1.6 [R]). TaskOutcome carries
@@ -277,7 +271,6 @@ class Dara(SlotPolicy):
 
     def on_task_finished(self, outcome: TaskOutcome) -> None:
         super().on_task_finished(outcome)
-        self.fair.on_task_finished(outcome)
         task = outcome.task
         if task.kind != "map":
             return
@@ -807,11 +800,10 @@ class Dara(SlotPolicy):
         fair = self.fair
         if snapshot.free_slots(node, "reduce") <= 0:
             return []
-        order = fair._order(snapshot, "reduce")
-        got = fair.one_reduce(snapshot, node, list(order.jobs()), "pool furthest below its fair share")
+        ordered = fair.fair_order(snapshot, "reduce")
+        got = fair.one_reduce(snapshot, node, ordered, "pool furthest below its fair share")
         if got:
-            order.placed(snapshot.job(got[0].task.job_id))
-            fair._own_change(snapshot)
+            fair.record_placed(snapshot, snapshot.job(got[0].task.job_id), "reduce")
         return [
             replace(
                 p,

@@ -50,7 +50,7 @@ belief lowers its mix below what its requests allow. ``shortestFirst`` and ``reu
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from pydantic import Field
@@ -117,9 +117,12 @@ class Diagnosis(Dara):
     name = "diagnosis"
     Config = DiagnosisConfig
 
+    @property
+    def cfg(self) -> DiagnosisConfig:  # DARA's options and its own (build_policy validated them)
+        return cast(DiagnosisConfig, self.config)
+
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
-        self.dcfg: DiagnosisConfig = self.config  # type: ignore[assignment]
         self.beliefs: dict[str, NodeBelief] = {}
         self._rng = np.random.default_rng(self.seed)
         self._changed: set[str] = set()  # nodes whose belief changed since their x* was computed
@@ -130,7 +133,7 @@ class Diagnosis(Dara):
     def belief(self, node: str) -> NodeBelief:
         found = self.beliefs.get(node)
         if found is None:
-            found = self.beliefs[node] = NodeBelief(np.ones(2), np.eye(2) * self.dcfg.prior_var)
+            found = self.beliefs[node] = NodeBelief(np.ones(2), np.eye(2) * self.cfg.prior_var)
         return found
 
     # --- state estimation (§6.1.2) -------------------------------------------------------------------
@@ -138,7 +141,7 @@ class Diagnosis(Dara):
     def on_task_finished(self, outcome: TaskOutcome) -> None:
         last = self.observations[-1] if self.observations else None
         super().on_task_finished(outcome)
-        if self.dcfg.freeze or not self.observations or self.observations[-1] is last:
+        if self.cfg.freeze or not self.observations or self.observations[-1] is last:
             return
         self.observe(outcome.node, self.observations[-1])
 
@@ -157,9 +160,9 @@ class Diagnosis(Dara):
         p = self.profiles[obs.app]
         a = np.array([p.cpu_s * alpha[0] * lc**2, p.io_mb * alpha[1] * ld**2])
         y = obs.duration_s - lam
-        noise_var = max(self.dcfg.sigma_scale * lam, 1e-3) ** 2
+        noise_var = max(self.cfg.sigma_scale * lam, 1e-3) ** 2
         b = self.belief(node)
-        cfg = self.dcfg
+        cfg = self.cfg
         z = abs(y - float(a @ b.mean)) / math.sqrt(float(a @ b.cov @ a) + noise_var)
         b.recent = [*b.recent, z > cfg.detector_k][-cfg.detector_window :]
         change = sum(b.recent) >= cfg.detector_n
@@ -192,7 +195,7 @@ class Diagnosis(Dara):
         (or x* never was)."""
         if b.computed_at is None:
             return True
-        shift = self.dcfg.recompute_shift
+        shift = self.cfg.recompute_shift
         return bool(abs(b.mean[0] - b.computed_at[0]) > shift or abs(b.mean[1] - b.computed_at[1]) > shift)
 
     def _idle(self, snapshot: ClusterSnapshot, node: str) -> bool:
@@ -234,7 +237,7 @@ class Diagnosis(Dara):
             d=np.array([self.profiles[a].io_mb for a in known], dtype=np.float64),
             mem=np.array([self.profiles[a].memory_mb for a in known], dtype=np.float64),
             cpu=cpu,
-            noise=np.maximum(self.dcfg.sigma_scale * lam, 1e-3) ** 2,
+            noise=np.maximum(self.cfg.sigma_scale * lam, 1e-3) ** 2,
             key=(tuple(known), tuple(np.round(lam, 6)), tuple(cpu)),
         )
 
@@ -271,7 +274,7 @@ class Diagnosis(Dara):
                 )
             return found
 
-        if self.dcfg.freeze or b.observations == 0:
+        if self.cfg.freeze or b.observations == 0:
             return Deferred(lambda: (prior().x, prior().exhaustive))
         if not q.known:
             return Deferred(lambda: ((), True))
@@ -280,7 +283,7 @@ class Diagnosis(Dara):
 
         def under_belief() -> tuple[tuple[int, ...], bool]:
             found = prior()
-            ceiling = found.x if self.dcfg.cap_at_prior else None
+            ceiling = found.x if self.cfg.cap_at_prior else None
             x, searched = self._argmax(q, alpha_c, alpha_d, memory_mb, cores, s, cov, draws, ceiling)
             return x, found.exhaustive and searched
 
@@ -294,7 +297,7 @@ class Diagnosis(Dara):
             u, singular, _ = np.linalg.svd(b.cov)
             factor = b.factor = u * np.sqrt(singular)
             b.factor_of = b.cov
-        z = self._rng.standard_normal((self.dcfg.samples, 2))
+        z = self._rng.standard_normal((self.cfg.samples, 2))
         return np.maximum(b.mean + z @ factor.T, S_FLOOR)
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
@@ -323,18 +326,18 @@ class Diagnosis(Dara):
         lam, c, d, mem, cpu = q.lam, q.c, q.d, q.mem, q.cpu
         rc, rd = load_ratios(c, d)
         k = c * alpha_c * s[0] * rc**2 + d * alpha_d * s[1] * rd**2
-        bounds = search_bounds(lam, k, mem, memory_mb, self.dcfg.bound_factor, self.dcfg.max_per_app)
+        bounds = search_bounds(lam, k, mem, memory_mb, self.cfg.bound_factor, self.cfg.max_per_app)
         if ceiling is not None:
             bounds = [min(bound, top) for bound, top in zip(bounds, ceiling, strict=True)]
         enumerate_all = not too_many_to_enumerate(
-            self.dcfg.exhaustive_limit, bounds, mem, memory_mb, cpu, cores
+            self.cfg.exhaustive_limit, bounds, mem, memory_mb, cpu, cores
         )
         if not enumerate_all:
 
             def expected(rows: Vector) -> Vector:
                 return expected_throughputs(rows, lam, c, d, alpha_c, alpha_d, draws)
 
-            if self.dcfg.beta == 0:
+            if self.cfg.beta == 0:
                 return local_search(bounds, mem, memory_mb, expected, cpu, cores), False
             # τ̄_best, the enumeration's grid maximum, is unknown: the expected throughput's own local maximum
             best = np.array([local_search(bounds, mem, memory_mb, expected, cpu, cores)], dtype=np.float64)
@@ -342,7 +345,7 @@ class Diagnosis(Dara):
 
             def belief_value(rows: Vector) -> Vector:
                 gains = grid_information_gains(rows, c, d, alpha_c, alpha_d, cov, q.noise)
-                return expected(rows) + self.dcfg.beta * scale * gains
+                return expected(rows) + self.cfg.beta * scale * gains
 
             return local_search(bounds, mem, memory_mb, belief_value, cpu, cores), False
         grid = feasible_vectors(bounds, mem, memory_mb, cpu, cores)
@@ -351,9 +354,9 @@ class Diagnosis(Dara):
         if terms is None:
             terms = q.terms[terms_key] = throughput_terms(grid, lam, c, d, alpha_c, alpha_d)
         value = expected_throughputs(grid, lam, c, d, alpha_c, alpha_d, draws, terms)
-        if self.dcfg.beta > 0:
+        if self.cfg.beta > 0:
             gains = grid_information_gains(grid, c, d, alpha_c, alpha_d, cov, q.noise)
-            value = value + self.dcfg.beta * float(value.max()) * gains
+            value = value + self.cfg.beta * float(value.max()) * gains
         return tuple(int(v) for v in grid[int(np.argmax(value))]), True
 
     # --- dispatch: DARA's, with the belief in the explanation -----------------------------------------
@@ -364,8 +367,8 @@ class Diagnosis(Dara):
         b = self.belief(node)
         reason = (
             f"{explanation.reason}; node state s = ({b.mean[0]:.2f}, {b.mean[1]:.2f}) over its class's α "
-            f"({'frozen' if self.dcfg.freeze else f'{b.observations} observations, {b.detections} changes'}"
-            f"{f', β {self.dcfg.beta:g}' if self.dcfg.beta else ''}; Eq 6.5/6.16)"
+            f"({'frozen' if self.cfg.freeze else f'{b.observations} observations, {b.detections} changes'}"
+            f"{f', β {self.cfg.beta:g}' if self.cfg.beta else ''}; Eq 6.5/6.16)"
         )
         return super()._place_map(
             snapshot,

@@ -56,8 +56,8 @@ from typing import Literal
 from pydantic import Field
 
 from mrsched.core.locality import LEVEL_RANK, Level
-from mrsched.core.model import ClusterSnapshot, Job, Placement, TaskType
-from mrsched.core.policy import PolicyConfig, register
+from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskOutcome, TaskType
+from mrsched.core.policy import Configured, Policy, PolicyConfig, register
 from mrsched.policies.slots import SlotPolicy, hadoop_priority, load_capacity, priority_factor
 
 _LEVELS: tuple[Level, ...] = ("node", "rack", "off")
@@ -191,7 +191,7 @@ class _Pool:
 
 
 @register
-class Fair(SlotPolicy):
+class Fair(Configured[FairConfig], SlotPolicy):
     name = "fair"
     Config = FairConfig
     #: A skipped round only lengthens the next ``since`` of updateLocalityWaitTimes (:meth:`_begin_heartbeat`),
@@ -200,7 +200,6 @@ class Fair(SlotPolicy):
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
-        self.cfg: FairConfig = self.config  # type: ignore[assignment]
         self._waits: dict[str, _Wait] = defaultdict(_Wait)
         self._skipped: set[str] = set()  # the jobs whose wait says skipped: each heartbeat visits these only
         self._orders: dict[str, _Order] = {}
@@ -425,3 +424,27 @@ class Fair(SlotPolicy):
         self._waits.pop(job.id, None)
         self._skipped.discard(job.id)
         self._launched.discard(job.id)
+
+
+class ComposesFair(Policy):
+    """Mixin of a policy that composes a :class:`Fair` as ``self.fair`` (its fallback, or the slot allocation
+    it builds on): each learning hook reaches the composed Fair too, after the policy's own base, so that
+    Fair's map indexes, delay timers and job orders stay current. List it first among the bases."""
+
+    fair: Fair
+
+    def on_job_submitted(self, job: Job, now: float) -> None:
+        super().on_job_submitted(job, now)
+        self.fair.on_job_submitted(job, now)
+
+    def on_job_finished(self, job: Job, now: float) -> None:
+        super().on_job_finished(job, now)
+        self.fair.on_job_finished(job, now)
+
+    def on_task_finished(self, outcome: TaskOutcome) -> None:
+        super().on_task_finished(outcome)
+        self.fair.on_task_finished(outcome)
+
+    def on_task_requeued(self, task: Task) -> None:
+        super().on_task_requeued(task)
+        self.fair.on_task_requeued(task)

@@ -33,7 +33,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from mrsched.core.model import ClusterSnapshot, Job, Placement, TaskType
-from mrsched.core.policy import PolicyConfig, register
+from mrsched.core.policy import Configured, PolicyConfig, register
 from mrsched.policies.slots import SlotPolicy, hadoop_priority, has_pending, load_capacity
 
 #: JobQueueTaskScheduler.MIN_CLUSTER_SIZE_FOR_PADDING (JobQueueTaskScheduler.java:36): no padding on clusters of
@@ -53,7 +53,7 @@ class FifoConfig(PolicyConfig):
 
 
 @register
-class Fifo(SlotPolicy):
+class Fifo(Configured[FifoConfig], SlotPolicy):
     name = "fifo"
     Config = FifoConfig
     skips_quiet_rounds = True  # no state of its own but the map indexes, which only placements change
@@ -143,7 +143,7 @@ class Fifo(SlotPolicy):
     ) -> bool:
         """JobQueueTaskScheduler.exceededPadding (java:268-312): is the cluster so close to full that the pad
         for failures and speculative tasks would be eaten?"""
-        cfg: FifoConfig = self.config  # type: ignore[assignment]
+        cfg = self.cfg
         capacity = snapshot.slot_total(kind)
         pad_on = len(snapshot.nodes) > MIN_CLUSTER_SIZE_FOR_PADDING
         counted, needed = snapshot.memo_jobs(("fifo.padding", kind), lambda: _padding_needs(ordered, kind))

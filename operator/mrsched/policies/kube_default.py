@@ -30,7 +30,7 @@ from mrsched.core.model import (
     TaskOutcome,
     pending_of,
 )
-from mrsched.core.policy import Policy, PolicyConfig, register
+from mrsched.core.policy import Configured, Policy, PolicyConfig, register
 from mrsched.policies.kube_queue import SchedulingQueue
 from mrsched.policies.pending import PendingTasks
 
@@ -105,7 +105,7 @@ class KubeDefaultConfig(PolicyConfig):
 
 
 @register
-class KubeDefault(Policy):
+class KubeDefault(Configured[KubeDefaultConfig], Policy):
     name = "kube-default"
     Config = KubeDefaultConfig
     idle_when_nothing_pending = True  # its queue is the pending tasks' pods; an idle round creates none
@@ -148,11 +148,11 @@ class KubeDefault(Policy):
 
     def on_task_finished(self, outcome: TaskOutcome) -> None:
         self._queue.assigned_pod_deleted()  # its pod is terminal: the scheduler's informer deletes it
-        if not outcome.succeeded and not self.config.job_order:  # type: ignore[attr-defined]
+        if not outcome.succeeded and not self.cfg.job_order:
             self._retries.append(outcome.task)  # job order reads the pending tasks themselves
 
     def on_task_requeued(self, task: Task) -> None:
-        if not self.config.job_order:  # type: ignore[attr-defined]
+        if not self.cfg.job_order:
             self._retries.append(task)
 
     def on_job_finished(self, job: Job, now: float) -> None:
@@ -166,7 +166,7 @@ class KubeDefault(Policy):
         mode, as kube-scheduler sees the cluster), the heartbeating node in hadoop mode (the same decision
         opportunities as the slot policies)."""
         now = snapshot.now
-        if not self.config.job_order:  # type: ignore[attr-defined]
+        if not self.cfg.job_order:
             self._create_pods(snapshot.jobs, now)
         offered = {name: snapshot.nodes[name] for name in nodes if name in snapshot.nodes}
         used = {name: requested(snapshot, name) for name in offered}
@@ -193,7 +193,7 @@ class KubeDefault(Policy):
             placements.append(placement)
             return True
 
-        if self.config.job_order:  # type: ignore[attr-defined]
+        if self.cfg.job_order:
             for job in snapshot.jobs:
                 kinds = ("map", "reduce") if job.reduces_allowed() else ("map",)
                 for kind in kinds:

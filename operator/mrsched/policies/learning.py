@@ -60,10 +60,9 @@ from mrsched.core.model import (
     NodeMetrics,
     Placement,
     Task,
-    TaskOutcome,
 )
-from mrsched.core.policy import PolicyConfig, register
-from mrsched.policies.fair import Fair, FairConfig
+from mrsched.core.policy import Configured, PolicyConfig, register
+from mrsched.policies.fair import ComposesFair, Fair, FairConfig
 from mrsched.policies.learning_classifiers import NaiveBayes, Perceptron
 from mrsched.policies.learning_features import (
     Features,
@@ -146,14 +145,13 @@ class _NodeStats:
 
 
 @register
-class Learning(SlotPolicy):
+class Learning(ComposesFair, Configured[LearningConfig], SlotPolicy):
     name = "learning"
     Config = LearningConfig
     needs_metrics = True
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
-        self.cfg: LearningConfig = self.config  # type: ignore[assignment]
         self.theta = self.cfg.overload_threshold
         self.classifier: NaiveBayes | Perceptron = (
             NaiveBayes() if self.cfg.classifier == "naive-bayes" else Perceptron(self.cfg.perceptron_bias)
@@ -171,23 +169,6 @@ class Learning(SlotPolicy):
         # The fallback while a node's metrics are unknown: one task per heartbeat, as the learner itself assigns
         # (seed 000 §3), not Hadoop 1 Fair's default of every free slot.
         self.fair = Fair(FairConfig(assign_multiple=False), seed=self.seed)
-
-    # --- hooks: the composed Fair keeps its own indexes and waits ---------------------------------------
-
-    def on_job_submitted(self, job: Job, now: float) -> None:
-        self.fair.on_job_submitted(job, now)
-
-    def on_job_finished(self, job: Job, now: float) -> None:
-        super().on_job_finished(job, now)
-        self.fair.on_job_finished(job, now)
-
-    def on_task_finished(self, outcome: TaskOutcome) -> None:
-        super().on_task_finished(outcome)
-        self.fair.on_task_finished(outcome)
-
-    def on_task_requeued(self, task: Task) -> None:
-        super().on_task_requeued(task)
-        self.fair.on_task_requeued(task)
 
     # --- supervision -------------------------------------------------------------------------------------
 

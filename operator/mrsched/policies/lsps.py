@@ -43,7 +43,7 @@ from pydantic import Field
 
 from mrsched.core.locality import Level
 from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskOutcome, TaskType
-from mrsched.core.policy import PolicyConfig, register
+from mrsched.core.policy import Configured, PolicyConfig, register
 from mrsched.policies.lsps_stats import RunningMean, UserHistory, phase_size, population_cv, slot_shares
 from mrsched.policies.slots import SlotPolicy
 
@@ -85,13 +85,12 @@ class _User:
 
 
 @register
-class Lsps(SlotPolicy):
+class Lsps(Configured[LspsConfig], SlotPolicy):
     name = "lsps"
     Config = LspsConfig
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.cfg: LspsConfig = self.config  # type: ignore[assignment]
         self.users: dict[str, _User] = {}
         self._jobs: dict[str, _JobStats] = {}
         self.shares: dict[str, dict[str, float]] = {"map": {}, "reduce": {}}  # SU_i per slot type
