@@ -32,13 +32,10 @@ import argparse
 import contextlib
 import cProfile
 import gc
-import json
 import multiprocessing
 import os
-import platform
 import pstats
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -50,9 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
-from mrsched.core.catalog import ClusterLayout, NodeGroup
 from mrsched.emulator.kube import KubeClient
 from mrsched.localcluster.cluster import LocalCluster
 from mrsched.localcluster.toolchain import Toolchain
@@ -62,6 +57,9 @@ from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.kubeclient import api_client
 from mrsched.operator.loop import SchedulingLoop
 from mrsched.operator.metrics import OperatorMetrics
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from live_harness import LiveBench, common_arguments, machine, pct, wordcount_job
 
 REPO = Path(__file__).resolve().parents[1]
 AIM = 200.0
@@ -236,13 +234,6 @@ def processes(cluster: LocalCluster) -> dict[str, int]:
 # --- results -------------------------------------------------------------------------------------------------
 
 
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
 def ms(values: list[float]) -> str:
     top = max(values, default=float("nan"))
     return f"{pct(values, 0.5) * 1e3:8.1f} {pct(values, 0.95) * 1e3:8.1f} {top * 1e3:8.1f}"
@@ -286,57 +277,16 @@ class Result:
 # --- the cluster ---------------------------------------------------------------------------------------------
 
 
-class Bench:
-    def __init__(self, cluster: LocalCluster, tool: Toolchain, args: argparse.Namespace) -> None:
-        self.cluster = cluster
-        self.tool = tool
-        self.args = args
-        self.kube = api_client(cluster.kubeconfig)
-        self.core: Any = client.CoreV1Api(self.kube)
-        self.custom: Any = client.CustomObjectsApi(self.kube)
-
-    def kubectl(self, *argv: str) -> str:
-        proc = subprocess.run(
-            [str(self.tool.kubectl), "--kubeconfig", str(self.cluster.kubeconfig), *argv],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"kubectl {' '.join(argv)}: {proc.stderr}")
-        return proc.stdout
-
+class Bench(LiveBench):
     def setup(self) -> float:
-        self.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
-        self.kubectl("wait", "--for=condition=Established", "crd/mapreducejobs.mrsched.dev", "--timeout=60s")
+        self.install_crds()
         t0 = time.monotonic()
-        layout = ClusterLayout(
-            name="bench",
-            nodes=[
-                NodeGroup.model_validate({"class": NODE_CLASS, "count": self.args.nodes, "namePrefix": "b-"})
-            ],
-        )
-        handle = self.cluster.emulate(
-            layout, mode="model", emulator_id="bench-nodes", heartbeat_interval_s=HEARTBEAT_S, timeout_s=600
-        )
+        handle = self.emulate_pool("bench", NODE_CLASS, self.args.nodes, HEARTBEAT_S, timeout_s=600)
         registered = time.monotonic() - t0
-        nodes = json.loads(self.core.list_node(_preload_content=False).data)["items"]
-        ready = [
-            n
-            for n in nodes
-            if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
-        ]
-        if len(ready) < len(handle.nodes):
-            raise RuntimeError(f"only {len(ready)} of {len(handle.nodes)} nodes Ready")
+        ready = self.ready_nodes()
+        if ready < len(handle.nodes):
+            raise RuntimeError(f"only {ready} of {len(handle.nodes)} nodes Ready")
         return registered
-
-    def nodes_ready(self) -> int:
-        nodes = json.loads(self.core.list_node(_preload_content=False).data)["items"]
-        return sum(
-            any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
-            for n in nodes
-        )
 
     @contextlib.contextmanager
     def namespace(self, name: str) -> Iterator[str]:
@@ -344,38 +294,13 @@ class Bench:
         try:
             yield name
         finally:
-            # Grace 0: the pods go at once (the emulator forgets them on the DELETED event).
-            _ = self.core.delete_collection_namespaced_pod(
-                name, grace_period_seconds=0, _preload_content=False
-            ).data
-            _ = self.core.delete_namespace(name, _preload_content=False).data
-            deadline = time.monotonic() + 180
-            while time.monotonic() < deadline:
-                try:
-                    self.core.read_namespace(name, _preload_content=False).data  # noqa: B018
-                except ApiException as err:
-                    if err.status == 404:
-                        break
-                    raise
-                time.sleep(0.5)
+            self.delete_namespace(name, timeout_s=180, poll_s=0.5)
 
     def submit(self, namespace: str, policy: str, jobs: int, maps: int) -> None:
         for i in range(jobs):
-            body = {
-                "apiVersion": f"{API_GROUP}/{API_VERSION}",
-                "kind": "MapReduceJob",
-                "metadata": {"name": f"wc-{i:02d}"},
-                "spec": {
-                    "workload": {"app": "wordcount"},
-                    "input": {"paths": ["text"], "bytes": maps * 64 * GIB},
-                    "output": {"path": f"out/wc-{i:02d}"},
-                    "maps": maps,
-                    "reduces": 1,
-                    "policy": policy,
-                    "user": f"user-{i % 4}",
-                    "resources": {"map": {"cpu": "500m", "memory": "256Mi"}},
-                },
-            }
+            body = wordcount_job(
+                f"wc-{i:02d}", policy, maps, {"cpu": "500m", "memory": "256Mi"}, user=f"user-{i % 4}"
+            )
             _ = self.custom.create_namespaced_custom_object(
                 API_GROUP, API_VERSION, namespace, PLURAL, body, _preload_content=False
             ).data
@@ -524,10 +449,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--nodes", type=int, default=200)
+    common_arguments(parser, nodes=200, jobs=10, maps_per_job=200)
     parser.add_argument("--map-slots", type=int, default=8)
-    parser.add_argument("--jobs", type=int, default=10)
-    parser.add_argument("--maps-per-job", type=int, default=200)
     parser.add_argument(
         "--create-workers",
         default=f"{OperatorConfig().create_workers},32",
@@ -568,24 +491,13 @@ def main() -> None:
                     )
                     results.append(result)
                     print(f"  {result.loop_rate:.0f} pods/s", file=sys.stderr, flush=True)
-            ready_after = bench.nodes_ready()
+            ready_after = bench.ready_nodes()
         finally:
             cluster.down(tool)
     report = format_report(args, results, registered, ready_after, tool)
     print(report)
     if args.out:
         args.out.write_text(report + "\n")
-
-
-def machine() -> str:
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / GIB
-    return f"{platform.node()}: {os.cpu_count()} cores ({model}), {mem:.0f} GiB RAM, Python {platform.python_version()}"
 
 
 def format_report(

@@ -44,7 +44,6 @@ import io
 import json
 import pstats
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -57,10 +56,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from mrsched.core.catalog import ClusterLayout, NodeGroup
 from mrsched.localcluster.cluster import LocalCluster
 from mrsched.localcluster.dataclaim import data_claim_manifests
 from mrsched.localcluster.toolchain import Toolchain
@@ -75,7 +72,7 @@ from mrsched.operator.pods import task_pod
 from mrsched.operator.watchcache import WatchedList
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from operator_placement import machine, pct
+from live_harness import LiveBench, common_arguments, machine, pct, wordcount_job
 
 REPO = Path(__file__).resolve().parents[1]
 GIB = 1 << 30
@@ -115,38 +112,11 @@ def cpu_s() -> float:
     return time.process_time()
 
 
-class Bench:
-    def __init__(self, cluster: LocalCluster, tool: Toolchain, args: argparse.Namespace) -> None:
-        self.cluster = cluster
-        self.tool = tool
-        self.args = args
-        self.kube = api_client(cluster.kubeconfig)
-        self.core: Any = client.CoreV1Api(self.kube)
-        self.custom: Any = client.CustomObjectsApi(self.kube)
-
-    def kubectl(self, *argv: str, stdin: str | None = None) -> None:
-        subprocess.run(
-            [str(self.tool.kubectl), "--kubeconfig", str(self.cluster.kubeconfig), *argv],
-            input=stdin,
-            text=True,
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-
+class Bench(LiveBench):
     def setup(self) -> float:
-        self.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(REPO / "crds"))
-        self.kubectl("wait", "--for=condition=Established", "crd/mapreducejobs.mrsched.dev", "--timeout=60s")
+        self.install_crds()
         t0 = time.monotonic()
-        layout = ClusterLayout(
-            name="scale",
-            nodes=[
-                NodeGroup.model_validate({"class": NODE_CLASS, "count": self.args.nodes, "namePrefix": "s-"})
-            ],
-        )
-        self.emulator = self.cluster.emulate(
-            layout, mode="model", emulator_id="scale-nodes", heartbeat_interval_s=HEARTBEAT_S, timeout_s=1200
-        )
+        self.emulator = self.emulate_pool("scale", NODE_CLASS, self.args.nodes, HEARTBEAT_S, timeout_s=1200)
         return time.monotonic() - t0
 
     def kubelets_health(self) -> dict[str, Any]:
@@ -182,52 +152,31 @@ class Bench:
 
     def clean(self, name: str) -> None:
         """Remove the task pods' finalizers (the operator is stopped) and delete everything, waiting for it."""
-        pods = json.loads(self.core.list_namespaced_pod(name, _preload_content=False).data)["items"]
 
-        def release(pod: dict[str, Any]) -> None:
-            if pod["metadata"].get("finalizers"):
-                with contextlib.suppress(ApiException):
-                    _ = self.core.patch_namespaced_pod(
-                        pod["metadata"]["name"],
-                        name,
-                        {"metadata": {"finalizers": None}},
-                        _content_type="application/merge-patch+json",
-                        _preload_content=False,
-                    ).data
+        def release_all(namespace: str) -> None:
+            pods = json.loads(self.core.list_namespaced_pod(namespace, _preload_content=False).data)["items"]
 
-        with ThreadPoolExecutor(32) as pool:
-            list(pool.map(release, pods))
-        _ = self.core.delete_collection_namespaced_pod(
-            name, grace_period_seconds=0, _preload_content=False
-        ).data
-        _ = self.core.delete_namespace(name, _preload_content=False).data
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            try:
-                self.core.read_namespace(name, _preload_content=False).data  # noqa: B018
-            except ApiException as err:
-                if err.status == 404:
-                    return
-                raise
-            time.sleep(1)
+            def release(pod: dict[str, Any]) -> None:
+                if pod["metadata"].get("finalizers"):
+                    with contextlib.suppress(ApiException):
+                        _ = self.core.patch_namespaced_pod(
+                            pod["metadata"]["name"],
+                            namespace,
+                            {"metadata": {"finalizers": None}},
+                            _content_type="application/merge-patch+json",
+                            _preload_content=False,
+                        ).data
+
+            with ThreadPoolExecutor(32) as pool:
+                list(pool.map(release, pods))
+
+        if self.delete_namespace(name, timeout_s=600, poll_s=1, before=release_all):
+            return
         self.kubectl("delete", "pv", f"data-{name}", "--ignore-not-found")
 
     def job_body(self, i: int, policy: str, maps: int) -> dict[str, Any]:
-        return {
-            "apiVersion": f"{API_GROUP}/{API_VERSION}",
-            "kind": "MapReduceJob",
-            "metadata": {"name": f"wc-{i:03d}"},
-            "spec": {
-                "workload": {"app": "wordcount"},
-                "input": {"paths": ["text"], "bytes": maps * 64 * GIB},
-                "output": {"path": f"out/wc-{i:03d}"},
-                "maps": maps,
-                "reduces": 1,
-                "reduceSlowStart": 1.0,  # every pod in flight is a map: the count stays what was asked
-                "policy": policy,
-                "resources": {"map": dict(MAP_REQUEST)},
-            },
-        }
+        # reduceSlowStart 1.0: every pod in flight is a map, the count stays what was asked
+        return wordcount_job(f"wc-{i:03d}", policy, maps, MAP_REQUEST, reduceSlowStart=1.0)
 
     # --- mrsched ---------------------------------------------------------------------------------------------
 
@@ -479,9 +428,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--jobs", type=int, default=200)
-    parser.add_argument("--maps-per-job", type=int, default=50)
+    common_arguments(parser, nodes=1000, jobs=200, maps_per_job=50)
     parser.add_argument("--policies", default="fifo,fair,diagnosis")
     parser.add_argument("--idle-rounds", type=int, default=20)
     parser.add_argument("--idle-gap", type=float, default=0.25)
