@@ -13,9 +13,9 @@ from mrsched.core.model import Attempt, ClusterSnapshot, Hints, Job, Node, NodeM
 from mrsched.core.policy import PolicyConfigError
 from mrsched.policies import make_policy
 from mrsched.policies.learning import Learning
-from mrsched.policies.learning_classifiers import NaiveBayes, Perceptron
-from mrsched.policies.learning_features import CARDINALITIES, N_FEATURES, Features, load_bin
-from mrsched.policies.utilities import (
+from mrsched.policies.learning.classifiers import NaiveBayes, Perceptron
+from mrsched.policies.learning.features import CARDINALITIES, N_FEATURES, Features, load_bin
+from mrsched.policies.learning.utilities import (
     UNPROMISED,
     UtilityContext,
     budget,

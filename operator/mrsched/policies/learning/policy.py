@@ -1,56 +1,12 @@
-"""Seed 000's learning scheduler: pattern classification for task assignment (Dhok & Varma; digest
-dhok-varma.md).
-
-Per heartbeat of node n (:meth:`Learning.assign`, digest §1.5):
-
-1. **Supervise.** Every pending decision of n (a task this policy assigned at n's previous heartbeat) is
-   labelled by the overload rule on *this* heartbeat's metrics: y = 0 (bad) iff load1/cores > θ (strict,
-   Sec. V-B), else 1; the labelled example updates the one global classifier (A4) and the decision log.
-   Only assignments produce examples; a decision made at the same time stamp is not judged yet (the next
-   heartbeat must come later).
-2. **Assign**, up to k times (k = 1 in the paper; no slot limit, the learner ignores ``map_slots``; on a
-   by-requests node [Kubernetes, ours] only candidates whose pod request fits what the node has left):
-   candidates are one (job, map) per job with a pending map and one (job, reduce) per job whose reduces are
-   allowed and pending (A5); each is labelled by the classifier from its features F
-   (:mod:`~mrsched.policies.learning_features`); among the *good* ones with U > 0 the one with the largest
-   E.U. = U(J)·P(good|F) (Eq 1) is chosen — with ``score: unnormalised`` the paper's D4, U·P(good)·ΠP(F_i|good),
-   instead (A1) — and a task of it placed: a map with the best locality (Hadoop's rule after the job choice,
-   §3.8), or its reduce. The decision (features) waits in pending[n].
-
-Classifiers: Naive Bayes (default, the one the paper evaluates; D2-D4) or the perceptron (D5, D6); see
-:mod:`~mrsched.policies.learning_classifiers`. With the perceptron there is no probability: among good
-candidates the largest U wins, ties by margin W·F + b, then submission order (§1.7). Utilities:
-:mod:`~mrsched.policies.utilities`.
-
-Metrics fallback [ours, the paper assumes the heartbeat always carries the node's state]: a node whose metrics
-are not fresh, or whose load1 is unknown, is unknown to the classifier. Nothing is judged or decided on it;
-the composed :class:`~mrsched.policies.fair.Fair` policy places within the node's configured slots. Its
-pending decisions wait for fresh metrics, and are dropped unjudged after ``MAX_WAIT_S`` seconds without
-them (a label read minutes later would no longer say what the task did to the node).
-
-Idle-node exploration [ours; ``idleExploration``, default on]: if no candidate is good while the node runs no
-task at all and is not overloaded, the best candidate by E.U. is assigned anyway (said so in the explanation).
-Without it the learner can deadlock after its first examples, as at cold start (A3, §3.4): once every
-candidate on an idle node is labelled bad nothing is assigned there, no example is produced, and the idle
-state never changes, so the label never changes either — jobs would wait for ever on an idle cluster. An idle,
-underloaded node is the one state in which one task cannot be the cause of an overload the rule already saw.
-
-Accuracy (Fig. 10): the fraction of judged decisions whose prediction was confirmed by the overload rule
-(*good* and no overload; an exploration's *bad* and an overload), reported per window of 250 decisions.
-
-**On Kubernetes** [ours, issue 21]: the paper decides one task per heartbeat by the classifier and
-knows no slots: the overload rule is its only concurrency limit. By requests a candidate is offered only
-where its pod fits what the node has left, so the classifier decides how far below the requests a node runs.
-"""
+"""The learning scheduler itself: supervision, assignment, persistence (seed 000; the package docstring has the
+algorithm)."""
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
-
-from pydantic import Field, model_validator
 
 from mrsched.core.model import (
     ClusterSnapshot,
@@ -61,87 +17,28 @@ from mrsched.core.model import (
     Placement,
     Task,
 )
-from mrsched.core.policy import Configured, PolicyConfig, register
+from mrsched.core.policy import Configured, register
 from mrsched.policies.fair import ComposesFair, Fair, FairConfig
-from mrsched.policies.learning_classifiers import NaiveBayes, Perceptron
-from mrsched.policies.learning_features import (
+from mrsched.policies.learning.classifiers import NaiveBayes, Perceptron
+from mrsched.policies.learning.config import (
+    LOG_KEPT,
+    MAX_WAIT_S,
+    MISSING,
+    WINDOW,
+    Candidate,
+    Decision,
+    LearningConfig,
+    NodeStats,
+)
+from mrsched.policies.learning.features import (
     Features,
     NodeClasses,
     NodeFeatures,
     candidate_features,
     node_features,
 )
+from mrsched.policies.learning.utilities import UtilityContext, combined
 from mrsched.policies.slots import SlotPolicy, request_fits
-from mrsched.policies.utilities import UTILITIES, UtilityContext, combined
-
-WINDOW = 250  # decisions per accuracy window (Fig. 10)
-LOG_KEPT = 50  # decisions kept in the persisted log (counts are kept in full; the log is written often)
-MAX_WAIT_S = 60.0  # how long a decision waits for a sample to judge it before it is dropped [ours]
-MISSING = NodeMetrics(status="missing")  # a node Prometheus never reported
-
-
-class LearningConfig(PolicyConfig):
-    classifier: Literal["naive-bayes", "perceptron"] = "naive-bayes"
-    overload_threshold: float = Field(1.0, alias="overloadThreshold", gt=0)  # θ: overloaded ⇔ load1/cores > θ
-    #: [ours] Also overloaded when the node's free memory falls below this share of its memory. The paper's
-    #: overload rules are pluggable (§III-D: "network usage can also be included"); its experiments use load
-    #: alone, which cannot see tasks that sleep in memory (seed 000's WordCount + 10 ms delay) until swapping.
-    min_free_memory: float | None = Field(None, alias="minFreeMemory", gt=0, lt=1)
-    tasks_per_heartbeat: int = Field(1, alias="tasksPerHeartbeat", ge=1)  # k
-    score: Literal["normalised", "unnormalised"] = "normalised"  # A1: Eq (1) or the paper's D4
-    utilities: list[str] = Field(default_factory=lambda: ["constant"], min_length=1)
-    map_before_reduce: float = Field(0.05, alias="mapBeforeReduce", ge=0, le=1)  # A8
-    budgets: dict[str, float] = Field(default_factory=dict)  # user -> units; one unit per assigned task
-    capacities: dict[str, float] = Field(default_factory=dict)  # user -> promised fraction f in (0, 1]
-    capacity_rule: Literal["relative", "literal"] = Field("relative", alias="capacityRule")  # A9
-    revenue: dict[str, float] = Field(default_factory=dict)  # user -> amount paid (default 1)
-    disk_bytes_per_s: float = Field(100e6, alias="diskBytesPerS", gt=0)  # nominal rates for binning [ours]
-    network_bytes_per_s: float = Field(125e6, alias="networkBytesPerS", gt=0)
-    perceptron_bias: float = Field(0.1, alias="perceptronBias", gt=0)  # §1.7's cold-start fix
-    idle_exploration: bool = Field(True, alias="idleExploration")  # liveness on idle nodes [ours]
-
-    @model_validator(mode="after")
-    def _check(self) -> LearningConfig:
-        unknown = [u for u in self.utilities if u not in UTILITIES]
-        if unknown:
-            raise ValueError(f"unknown utilities {unknown}; known: {', '.join(UTILITIES)}")
-        bad = [user for user, f in self.capacities.items() if not 0 < f <= 1]
-        if bad:
-            raise ValueError(f"capacities must be fractions in (0, 1]: {bad}")
-        return self
-
-
-@dataclass
-class Decision:
-    """An assignment waiting for the node's next heartbeat to be judged."""
-
-    node: str
-    at: float
-    job_id: str
-    kind: str
-    features: Features
-    p_good: float
-    predicted: int = 1  # 1: labelled good; 0: an idle-node exploration of a candidate labelled bad
-    task: Task | None = None  # the task placed: a placement the owner could not carry out is not an example
-
-
-@dataclass
-class _Candidate:
-    job: Job
-    kind: Literal["map", "reduce"]
-    features: Features
-    p_good: float
-    utility: float
-    key: float  # what is maximised: E.U. (Eq 1 / D4, as a log for D4) or, for the perceptron, U
-    margin: float
-
-
-@dataclass
-class _NodeStats:
-    decisions: int = 0
-    overloads: int = 0
-    last_ratio: float | None = None
-    status: str = "missing"
 
 
 @register
@@ -163,7 +60,7 @@ class Learning(ComposesFair, Configured[LearningConfig], SlotPolicy):
         self.overloads = 0
         self.windows: list[float] = []  # accuracy of each full window of 250 decisions (last 100 kept)
         self._window = [0, 0]  # judged, confirmed in the current window
-        self.nodes: dict[str, _NodeStats] = {}
+        self.nodes: dict[str, NodeStats] = {}
         self.balances: dict[str, float] = dict(self.cfg.budgets)
         self._utility_context: UtilityContext | None = None
         # The fallback while a node's metrics are unknown: one task per heartbeat, as the learner itself assigns
@@ -235,7 +132,7 @@ class Learning(ComposesFair, Configured[LearningConfig], SlotPolicy):
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         metrics = snapshot.metrics.get(node, MISSING)
-        stats = self.nodes.setdefault(node, _NodeStats())
+        stats = self.nodes.setdefault(node, NodeStats())
         stats.status = metrics.status
         if metrics.status != "fresh" or metrics.load1 is None:
             return self._fallback(snapshot, node, metrics)
@@ -287,11 +184,11 @@ class Learning(ComposesFair, Configured[LearningConfig], SlotPolicy):
 
     def candidates(
         self, snapshot: ClusterSnapshot, node: str, metrics: NodeMetrics, *, include_bad: bool = False
-    ) -> list[_Candidate]:
+    ) -> list[Candidate]:
         """The candidates (A5) the classifier labels good (all of them with ``include_bad``) and whose U > 0,
         best first."""
         ctx = self._context(snapshot)
-        out: list[_Candidate] = []
+        out: list[Candidate] = []
         # The node's part of F is the same for every candidate, and jobs share hints: both are computed once.
         # (Lazily: reading the node's class enters it in the vocabulary, which only a candidate may do.)
         node_part: NodeFeatures | None = None
@@ -331,7 +228,7 @@ class Learning(ComposesFair, Configured[LearningConfig], SlotPolicy):
                     key, margin = math.log(u) + self.classifier.log_joint(f)[1], 0.0
                 else:
                     key, margin = u * p, 0.0  # Eq (1)
-                out.append(_Candidate(job, kind, f, p, u, key, margin))
+                out.append(Candidate(job, kind, f, p, u, key, margin))
         # Largest key first; ties: the perceptron's margin, then submission order (the stable sort keeps it).
         out.sort(key=lambda c: (-c.key, -c.margin))
         return out
@@ -439,7 +336,7 @@ class Learning(ComposesFair, Configured[LearningConfig], SlotPolicy):
         for name, entry in (state.get("nodes") or {}).items():
             if isinstance(entry, dict):
                 ratio = entry.get("lastLoadRatio")
-                self.nodes[name] = _NodeStats(
+                self.nodes[name] = NodeStats(
                     int(entry.get("decisions", 0)),
                     int(entry.get("overloads", 0)),
                     None if ratio is None else float(ratio),

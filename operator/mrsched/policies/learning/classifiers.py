@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from mrsched.policies.learning_features import CARDINALITIES, N_FEATURES, Features
+from mrsched.policies.learning.features import CARDINALITIES, N_FEATURES, Features
 
 Vector = npt.NDArray[np.float64]
 
