@@ -28,7 +28,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from mrsched.core.kuberules import selector_matches
-from mrsched.core.model import Explanation, Job, Resources
+from mrsched.core.model import Job, Resources
 from mrsched.core.policy import Policy, registered
 from mrsched.operator import jobpolicy, tracking
 from mrsched.operator import snapshot as snap
@@ -49,6 +49,7 @@ from mrsched.operator.profiles import ProfileStore
 from mrsched.operator.quiet import PolicyNodes, QuietRounds
 from mrsched.operator.reconcile import JobReconciler
 from mrsched.operator.roundstats import RoundStats
+from mrsched.operator.unbound import commit_pods, unbound_pods
 from mrsched.operator.watchcache import Memo
 from mrsched.policies import make_policy
 
@@ -317,7 +318,7 @@ class SchedulingLoop:
         for name in sorted(by_policy, key=lambda n: n == KUBE_DEFAULT):
             jobs = by_policy[name]
             if name == KUBE_DEFAULT:
-                creations += self._unbound(jobs)
+                creations += unbound_pods(self.config, jobs)
                 continue
             policy = self.policy(name)
             if self._quiet.skip(name, policy, jobs, nodes, jobs_read, canaries):
@@ -381,7 +382,7 @@ class SchedulingLoop:
             stats.placed[name] = len(placements)
             if unfit:  # pending again next round; the policy hears of it then (LearningFeed.core_job)
                 log.debug("%s: %d of %d placements on canary nodes wait", name, unfit, len(placements))
-        creations += self._commits(active, usable, used, now)
+        creations += commit_pods(self.config, active, usable, used, now)
         if creations and self.config.max_tasks_per_namespace:
             creations = jobpolicy.within_namespace_caps(
                 creations, self.api.list_task_pods(), self.config.max_tasks_per_namespace, self._read_attempt
@@ -396,69 +397,3 @@ class SchedulingLoop:
             pods = [*self.api.list_other_pods_on(), *self.api.list_task_pods()]
             self._requested_at = (changes, snap.requested(pods, self._pod_request))
         return self._requested_at[1]
-
-    def _commits(
-        self,
-        active: list[tuple[dict[str, Any], JobState]],
-        usable: dict[str, snap.NodeInfo],
-        used: dict[str, Any],
-        now: float,
-    ) -> list[dict[str, Any]]:
-        """The job-commit pod of each job whose tasks all succeeded: on the worker with the most free CPU (it
-        only renames and deletes), or left to kube-scheduler for kube-default jobs."""
-        pods = []
-        backoff = (self.config.backoff_base_s, self.config.backoff_max_s)
-        for _, state in active:
-            if not state.needs_commit() or state.commit.retry_at(*backoff) > now:
-                continue
-            spec, attempt = state.spec, state.commit.next_attempt
-            policy = spec.policy or self.config.policy
-            if policy == KUBE_DEFAULT:
-                why = Explanation(KUBE_DEFAULT, 0.0, "job commit, placed by kube-scheduler")
-                pods.append(task_pod(spec, "commit", 0, attempt, self.config, node=None, explanation=why))
-                continue
-            request = spec.reduce_resources
-            free = {
-                name: info.node.cores - (used[name].cpu if name in used else 0.0)
-                for name, info in usable.items()
-                if snap.admits(info, spec.tolerations, spec.node_selector)
-            }
-            free = {n: cpu for n, cpu in free.items() if cpu >= request.cpu - 1e-9}
-            if not free:
-                continue  # every worker is full: the next round tries again
-            node = max(sorted(free), key=lambda n: free[n])
-            why = Explanation(policy, free[node], "job commit: the worker with the most free CPU")
-            pods.append(task_pod(spec, "commit", 0, attempt, self.config, node=node, explanation=why))
-        return pods
-
-    def _unbound(self, jobs: list[tuple[JobState, Job]]) -> list[dict[str, Any]]:
-        """kube-default: a pod per pending task, left to kube-scheduler. Reduce pods come after slow-start and
-        once no map pod of the job waits for a node (:func:`maps_all_bound`): kube-scheduler knows nothing of
-        a reduce waiting for its maps, so reduce pods created at slow-start would take the nodes from the maps
-        they wait for (issue 49: seed 003's 22 jobs deadlocked so, 60 reduces on 60 cores)."""
-        pods = []
-        for state, job in jobs:
-            explanation = Explanation(KUBE_DEFAULT, 0.0, "placed by kube-scheduler (default schedulerName)")
-            reduces = job.reduces if job.reduces_allowed() and maps_all_bound(state) else ()
-            for task in (*job.maps, *reduces):
-                if task.pending:
-                    attempt = state.tasks[(task.kind, task.index)].next_attempt
-                    pods.append(
-                        task_pod(
-                            state.spec,
-                            task.kind,
-                            task.index,
-                            attempt,
-                            self.config,
-                            node=None,
-                            explanation=explanation,
-                        )
-                    )
-        return pods
-
-
-def maps_all_bound(state: JobState) -> bool:
-    """Every map of the job has succeeded or has a live pod bound to a node: none waits for kube-scheduler.
-    As Hadoop 2's MapReduce ApplicationMaster, which ramps reduces up in full only once no map waits for a
-    container (``RMContainerAllocator.scheduleReduces``) and preempts reduces that starve the maps."""
-    return all(ts.succeeded or any(a.live and a.node for a in ts.attempts) for ts in state.of("map"))
