@@ -93,7 +93,7 @@ def profile_from_usage(
 
 def mean_outcome(node: NodeCapability, profile: AppProfile, concurrency: int) -> tuple[float, float]:
     """(mean duration, mean CPU seconds) of ``concurrency`` identical tasks started together at t = 0 on
-    ``node``, noise off. The CPU seconds are the physics' usage report (``TaskOutcome.usage.cpu_s``): time held
+    ``node``, noise off. The CPU seconds are the physics' usage report (``RunOutcome.usage.cpu_s``): time held
     on a core in the CPU phase (longer than θc when contention slows the work) plus ``OVERHEAD_CPU_SHARE`` of Ω.
 
     Runs the real :class:`NodeModel` rather than a closed form, so that the calibration tests the physics the

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from mrsched.core.model import Attempt, Job
-from mrsched.core.physics import NodeModel, TaskDemand, TaskOutcome
+from mrsched.core.physics import NodeModel, RunOutcome, TaskDemand
 from mrsched.simulator.dataflow import DataFlow
 
 
@@ -54,7 +54,7 @@ class Running:
     started_up: bool = False
     fetching: str = ""  # its fetch flow now running, if any
     #: Its process ended while side flows it waits for (a replica's read or write) still ran: what ended.
-    ended: TaskOutcome | None = None
+    ended: RunOutcome | None = None
 
 
 class SideFlows:
