@@ -8,11 +8,14 @@ an :class:`Explanation` (policy, score, reason, runner-up) that the operator wri
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from mrsched.core.counts import UNCAPPED as UNCAPPED  # re-exported: the model's names, as before
+from mrsched.core.counts import pending_of as pending_of
+from mrsched.core.counts import pods_that_fit as pods_that_fit
+from mrsched.core.cycle import CycleState
 from mrsched.core.probes import Capability
 
 TaskType = Literal["map", "reduce"]
@@ -20,9 +23,6 @@ _T = TypeVar("_T")
 
 #: ClusterSnapshot.jobs_version's values.
 _JOBS_VERSIONS = itertools.count()
-
-#: The slot cap of a node whose concurrency is by requests and no one capped it: its requests bind first.
-UNCAPPED = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,60 +212,49 @@ class ClusterSnapshot:
     #: CPU and memory that pods this snapshot does not list (other tenants', other policies' jobs, job commits)
     #: request on each node: a by-requests node has that much less to give.
     reserved: dict[str, Resources] = field(default_factory=dict)
-    _jobs_by_id: dict[str, Job] | None = field(default=None, repr=False)
-    _slot_totals: tuple[int, int, int] | None = field(default=None, repr=False)  # (nodes, map, reduce)
-    _any_by_requests: bool = field(default=False, repr=False)
-    _memo: dict[Hashable, object] = field(default_factory=dict, repr=False)
-    #: slot_total of by-requests nodes, per (kind, smallest request); cleared when nodes or reserved change.
-    _capacity_totals: dict[tuple[str, float, float], int] = field(default_factory=dict, repr=False)
-    _memo_version: int = field(default=-1, repr=False)
-    _jobs_memo: dict[Hashable, object] = field(default_factory=dict, repr=False)
-    _jobs_memo_version: int = field(default=-1, repr=False)
-    #: [running maps, running reduces, pending maps, pending reduces] over every job, or None until asked for;
-    #: computed once per :attr:`jobs_version` and kept exact by :meth:`commit`.
-    _task_counts: list[int] | None = field(default=None, repr=False)
-    _task_counts_version: int = field(default=-1, repr=False)
+    #: What the round computes once and reuses (caches, memos, counts): see :mod:`mrsched.core.cycle`.
+    cycle: CycleState = field(default_factory=CycleState, repr=False)
 
     def slot_total(self, kind: TaskType) -> int:
         """The cluster's slots of ``kind``, summed over every node: Hadoop 1's ClusterStatus.getMaxMapTasks /
         getMaxReduceTasks, which both Hadoop schedulers read on every heartbeat. Kept until a node is replaced
         (:meth:`replace_node`): a heartbeat would otherwise cost a pass over every node. With by-requests nodes
         it is each node's :meth:`capacity`, the tasks of ``kind`` its allocatable holds, kept per version."""
-        totals = self._slot_totals
+        totals = self.cycle.slot_totals
         if totals is None or totals[0] != len(self.nodes):
-            self._capacity_totals.clear()
+            self.cycle.capacity_totals.clear()
             nodes = self.nodes.values()
             totals = (len(self.nodes), sum(n.map_slots for n in nodes), sum(n.reduce_slots for n in nodes))
-            self._slot_totals = totals
-            self._any_by_requests = any(n.by_requests for n in nodes)
-        if self._any_by_requests:
+            self.cycle.slot_totals = totals
+            self.cycle.any_by_requests = any(n.by_requests for n in nodes)
+        if self.cycle.any_by_requests:
             # Not per version: a node's capacity depends on its allocatable, what other pods reserve there and
             # the smallest request among active jobs, none of which a placement changes; per version it was a
             # pass over every node per placement (quadratic in nodes at a round's scale).
             request = self.smallest_request(kind)
             key = (kind, request.cpu, request.memory_mb)
-            total = self._capacity_totals.get(key)
+            total = self.cycle.capacity_totals.get(key)
             if total is None:
-                total = self._capacity_totals[key] = sum(self.capacity(n, kind) for n in self.nodes)
+                total = self.cycle.capacity_totals[key] = sum(self.capacity(n, kind) for n in self.nodes)
             return total
         return totals[1] if kind == "map" else totals[2]
 
     def reserve(self, node: str, resources: Resources) -> None:
         """Set what pods this snapshot does not list request on ``node`` (:attr:`reserved`)."""
         self.reserved[node] = resources
-        self._capacity_totals.clear()
+        self.cycle.capacity_totals.clear()
 
     def replace_node(self, name: str, node: Node) -> None:
         """Change what the scheduler knows of a node (its slots, its health verdict); jobs and running attempts
         are unchanged, so :attr:`version` is too."""
-        old, totals = self.nodes.get(name), self._slot_totals
+        old, totals = self.nodes.get(name), self.cycle.slot_totals
         self.nodes[name] = node
-        self._capacity_totals.clear()
-        self._memo_version = -1  # a node's slots or allocatable may be in what :meth:`memo` keeps
+        self.cycle.capacity_totals.clear()
+        self.cycle.memo_version = -1  # a node's slots or allocatable may be in what :meth:`memo` keeps
         if old is None or totals is None or old.by_requests != node.by_requests:
-            self._slot_totals = None
+            self.cycle.slot_totals = None
         else:  # kept exact by the difference: self-adaptive slots replaces a node on each of its heartbeats
-            self._slot_totals = (
+            self.cycle.slot_totals = (
                 totals[0],
                 totals[1] + node.map_slots - old.map_slots,
                 totals[2] + node.reduce_slots - old.reduce_slots,
@@ -276,27 +265,13 @@ class ClusterSnapshot:
         node's allocatable, DARA's window, the nodes with a free slot), which change only when a job or a running
         attempt does (or a node is replaced), while a cluster's heartbeats come far more often; what a placement
         cannot change goes in :meth:`memo_jobs`. Callers must not mutate what it returns."""
-        if self._memo_version != self.version:
-            self._memo.clear()
-            self._memo_version = self.version
-        try:
-            return self._memo[key]  # type: ignore[return-value]
-        except KeyError:
-            value = self._memo[key] = compute()
-            return value
+        return self.cycle.memo_at(self.version, key, compute)
 
     def memo_jobs(self, key: Hashable, compute: Callable[[], _T]) -> _T:
         """``compute()`` once per :attr:`jobs_version`, for values that depend on the jobs but not on which of
         their tasks run (the FIFO order, the smallest request, the tasks still to finish): a round's placements
         (:meth:`commit`) leave them as they were, where :meth:`memo` would compute them again after each one."""
-        if self._jobs_memo_version != self.jobs_version:
-            self._jobs_memo.clear()
-            self._jobs_memo_version = self.jobs_version
-        try:
-            return self._jobs_memo[key]  # type: ignore[return-value]
-        except KeyError:
-            value = self._jobs_memo[key] = compute()
-            return value
+        return self.cycle.memo_jobs_at(self.jobs_version, key, compute)
 
     def running_tasks(self, kind: TaskType) -> int:
         """Tasks of ``kind`` running, over every job (a task once, however many attempts run)."""
@@ -313,15 +288,15 @@ class ClusterSnapshot:
         return counts[2] == 0 and counts[3] == 0
 
     def _counts(self) -> list[int]:
-        if self._task_counts is None or self._task_counts_version != self.jobs_version:
+        if self.cycle.task_counts is None or self.cycle.task_counts_version != self.jobs_version:
             counts = [0, 0, 0, 0]
             for job in self.jobs:
                 counts[0] += job.running_maps
                 counts[1] += job.running_reduces
                 counts[2] += pending_of(job, "map")
                 counts[3] += pending_of(job, "reduce")
-            self._task_counts, self._task_counts_version = counts, self.jobs_version
-        return self._task_counts
+            self.cycle.task_counts, self.cycle.task_counts_version = counts, self.jobs_version
+        return self.cycle.task_counts
 
     def running_on(self, node: str, kind: TaskType | None = None) -> int:
         attempts = self.running.get(node, ())
@@ -404,7 +379,7 @@ class ClusterSnapshot:
         self.version += 1
         if newly_running:
             job = self.job(task.job_id)
-            counts = self._task_counts if self._task_counts_version == self.jobs_version else None
+            counts = self.cycle.task_counts if self.cycle.task_counts_version == self.jobs_version else None
             before = pending_of(job, task.kind) if counts is not None else 0
             if task.kind == "map":
                 job.running_maps += 1
@@ -423,29 +398,12 @@ class ClusterSnapshot:
         self.version += 1
         self.jobs_version = next(_JOBS_VERSIONS)
         if jobs_changed:
-            self._jobs_by_id = None
+            self.cycle.jobs_by_id = None
 
     def job(self, job_id: str) -> Job:
-        if self._jobs_by_id is None or job_id not in self._jobs_by_id:
-            self._jobs_by_id = {j.id: j for j in self.jobs}
-        return self._jobs_by_id[job_id]
-
-
-def pending_of(job: Job, kind: TaskType) -> int:
-    """The tasks of ``kind`` that ``job`` has to start: neither running nor finished (by its counts), and
-    reduces only past slow-start (Hadoop's runnable tasks; ``has_pending`` is this being positive)."""
-    if kind == "map":
-        return max(0, len(job.maps) - job.finished_maps - job.running_maps)
-    if not job.reduces_allowed():
-        return 0
-    return max(0, len(job.reduces) - job.finished_reduces - job.running_reduces)
-
-
-def pods_that_fit(cpu: float, memory_mb: float, request: Resources) -> int:
-    """How many pods of ``request`` fit in ``cpu`` cores and ``memory_mb`` (a little slack for float sums)."""
-    by_cpu = math.floor((cpu + 1e-9) / request.cpu) if request.cpu > 0 else UNCAPPED
-    by_memory = math.floor((memory_mb + 1e-6) / request.memory_mb) if request.memory_mb > 0 else UNCAPPED
-    return max(0, min(by_cpu, by_memory, UNCAPPED))
+        if self.cycle.jobs_by_id is None or job_id not in self.cycle.jobs_by_id:
+            self.cycle.jobs_by_id = {j.id: j for j in self.jobs}
+        return self.cycle.jobs_by_id[job_id]
 
 
 @dataclass(frozen=True, slots=True)
