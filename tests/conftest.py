@@ -29,6 +29,7 @@ from mrsched.localcluster.cluster import EmulatorHandle, LocalCluster, reap_aban
 from mrsched.localcluster.dataclaim import data_claim_manifests
 from mrsched.localcluster.toolchain import Toolchain, cache_dir
 from mrsched.operator.pods import TRACKING_FINALIZER
+from tests.chart.helmtool import Helm
 from tests.kubehelpers import Kube
 
 #: Heartbeats every 2 s and a 12 s grace period, so that a node that stops heartbeating goes NotReady fast.
@@ -50,6 +51,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = str(item.path)
         if "/tests/cluster/" in path:
             item.add_marker(pytest.mark.cluster)
+        elif "/tests/chart/" in path:
+            item.add_marker(pytest.mark.helm)
         if item.get_closest_marker("timeout") is None:
             kind = (
                 "slow"
@@ -68,6 +71,12 @@ def state_dir_for_tests() -> Path:
 @pytest.fixture(scope="session")
 def toolchain() -> Toolchain:
     return Toolchain.locate()  # fails, naming what to build or install, when a binary is missing
+
+
+@pytest.fixture(scope="session")
+def helm(toolchain: Toolchain, tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    """The real helm (tests/chart without a cluster, tests/cluster with one)."""
+    return Helm(toolchain.helm, tmp_path_factory.mktemp("helm"))
 
 
 @pytest.fixture(scope="session")

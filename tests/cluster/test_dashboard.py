@@ -13,7 +13,7 @@ import pytest
 
 from mrsched.localcluster.cluster import LocalCluster
 from mrsched.localcluster.toolchain import Toolchain
-from tests.cluster.test_chart import Helm, by_kind
+from tests.chart.helmtool import Helm, by_kind
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import wait_for
 from tests.unit.test_dashboard import DASHBOARD, dashboard_queries

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mrsched.localcluster.toolchain import Toolchain
-from tests.cluster.test_chart import Helm, by_kind
+from tests.chart.helmtool import Helm, by_kind
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_ENGINE = """#!/bin/sh

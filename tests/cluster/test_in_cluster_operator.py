@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mrsched.localcluster.toolchain import Toolchain
-from tests.cluster.test_chart import CHART, Helm
+from tests.chart.helmtool import CHART, Helm
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube, phase_in, task_pod, wait_for
 from tests.operatorhelpers import apply_crds
