@@ -11,6 +11,7 @@ import pytest
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.loop import SchedulingLoop
+from mrsched.operator.pods import PLACEMENT_ANNOTATION
 from tests.unit.test_loop_incremental import T0, MemoryApi, job, node
 
 NODES = (
@@ -56,3 +57,38 @@ def test_an_exists_toleration_of_another_effect_does_not_admit_a_degraded_node()
     api, loop = cluster("fair", tolerations=[{"key": "mrsched.dev/degraded", "operator": "Exists"}])
     loop.round()
     assert "n3" in {p["spec"]["nodeName"] for p in api.created}
+
+
+class TaintingApi(MemoryApi):
+    def set_node_taints(self, name: str, taints: list[dict[str, Any]], resource_version: str) -> None:
+        pass  # the monitor, which judged no node here, keeps the taint the test set (it is level-based)
+
+
+def test_a_degraded_node_no_job_tolerates_gets_one_canary_map_that_tolerates_its_taint() -> None:
+    """The filters see a canary node without the degraded taint (its canary map tolerates it) and the Permit
+    phase lets it run one map: the soft-fault monitor keeps hearing from it (operator/canary.py)."""
+    api = TaintingApi()
+    for name, labels, taints in NODES:
+        body = node(name)
+        body["metadata"]["labels"].update(labels)
+        body["spec"]["taints"] = taints
+        api.nodes[name] = api.stamp(body)
+    api.jobs["j"] = api.stamp(job("j", maps=40))  # more maps than the healthy nodes take
+    config = OperatorConfig(
+        policy="fair",
+        policy_options={"assignMultiple": True},
+        probe_nodes="never",
+        namespaces=("ns",),
+        taint_degraded_nodes=True,
+        degraded_canary_interval_s=30,
+    )
+    loop = SchedulingLoop(cast(ClusterApi, api), config, clock=lambda: T0 + 5)
+    loop.round()
+    on_degraded = [p for p in api.created if p["spec"]["nodeName"] == "n3"]
+    assert len(on_degraded) == 1, [p["spec"]["nodeName"] for p in api.created]
+    (canary,) = on_degraded
+    assert canary["metadata"]["labels"]["mrsched.dev/task-type"] == "map"
+    assert {"key": "mrsched.dev/degraded", "operator": "Exists", "effect": "NoSchedule"} in canary["spec"][
+        "tolerations"
+    ]
+    assert "canary" in canary["metadata"]["annotations"][PLACEMENT_ANNOTATION]

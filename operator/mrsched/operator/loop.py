@@ -27,6 +27,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from mrsched.core.framework import Framework, OneMapPerRound, PodConstraints
 from mrsched.core.kuberules import selector_matches
 from mrsched.core.model import Job, Resources
 from mrsched.core.policy import Policy, registered
@@ -301,12 +302,15 @@ class SchedulingLoop:
         if not active:
             return
         by_policy: dict[str, list[tuple[JobState, Job]]] = defaultdict(list)
-        filters = snap.JobFilters(usable)
+        # The framework's Filter phase before any policy scores a node (its Permit phase after): a canary node
+        # shows no degraded taint, since its one map per round tolerates it (operator/canary.py).
+        framework = Framework(permits=(OneMapPerRound(frozenset(canaries)),)).for_nodes(
+            {name: snap.node_view(info, canary=name in canaries) for name, info in usable.items()}
+        )
         for _, state in active:
             # Derived this round (LearningFeed.learn) from the same state, or unchanged since (jobcache)
             job = self.learning.held_job(state.spec.uid) or self.learning.core_job(state, now)
-            # Filter before Score: the policy sees which nodes admit the job's pods (ClusterSnapshot.fits).
-            job.nodes = filters.nodes_for(state.spec.tolerations, state.spec.node_selector)
+            job.nodes = framework.feasible(PodConstraints(state.spec.tolerations, state.spec.node_selector))
             by_policy[state.spec.policy or self.config.policy].append((state, job))
         states = {state.spec.uid: state for _, state in active}
         used = dict(self._requested()) if usable else {}  # this round's placements are added to it
@@ -314,7 +318,6 @@ class SchedulingLoop:
         nodes = self._nodes.of(usable, self.profiles.capability, self.health.slowdown)
         for name in canaries:  # one map, no reduce: a canary only measures the node (operator/canary.py)
             nodes[name] = replace(nodes[name], map_slots=1, reduce_slots=0)
-        canaried: set[str] = set()
         for name in sorted(by_policy, key=lambda n: n == KUBE_DEFAULT):
             jobs = by_policy[name]
             if name == KUBE_DEFAULT:
@@ -337,21 +340,17 @@ class SchedulingLoop:
             )
             snap.reserve_others(snapshot, used)  # other tenants' pods, other policies' and commits
             t0 = time.perf_counter()
-            placements = policy.schedule_round(snapshot, sorted(nodes))
+            placements = framework.run_round(policy, snapshot, sorted(nodes))
             # The core Jobs now say these tasks run (ClusterSnapshot.commit): derived again next round,
             # whether or not their pods are created.
             self.jobs.cache.touch({p.task.job_id for p in placements})
             self.metrics.placement_seconds.labels(name).observe(time.perf_counter() - t0)
             self.live_metrics.policy_gauges(name, policy, live_metrics, nodes)
-            unfit = 0
-            for placement in placements:
+            for placement in placements:  # Bind: each permitted placement's pod, with spec.nodeName
                 state = states[placement.task.job_id]
                 spec = state.spec
                 explanation = placement.explanation
                 if placement.node in canaries:
-                    if placement.task.kind != "map" or placement.node in canaried:
-                        unfit += 1  # a canary node measures one map at a time
-                        continue
                     spec, explanation = canary_spec(spec), canary_explanation(explanation)
                 # The policy chose among the nodes that admit the job, within their allocatable (fits): the
                 # next policy's snapshot and the job commits see what this placement holds there.
@@ -362,7 +361,6 @@ class SchedulingLoop:
                     memory_mb=(have.memory_mb if have else 0.0) + request.memory_mb,
                 )
                 if placement.node in canaries:
-                    canaried.add(placement.node)
                     self.canaries.started(placement.node, now)
                     self.metrics.canaries_started.inc()
                 kind = placement.task.kind
@@ -380,8 +378,6 @@ class SchedulingLoop:
                     )
                 )
             stats.placed[name] = len(placements)
-            if unfit:  # pending again next round; the policy hears of it then (LearningFeed.core_job)
-                log.debug("%s: %d of %d placements on canary nodes wait", name, unfit, len(placements))
         creations += commit_pods(self.config, active, usable, used, now)
         if creations and self.config.max_tasks_per_namespace:
             creations = jobpolicy.within_namespace_caps(

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from mrsched.core.framework import NodeView
 from mrsched.core.kuberules import node_selector_matches, tolerates
 from mrsched.core.model import UNCAPPED, Attempt, ClusterSnapshot, Job, Node, NodeMetrics, Resources, Task
 from mrsched.operator.config import OperatorConfig
@@ -19,6 +20,8 @@ RACK_LABEL = "topology.mrsched.dev/rack"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 MAP_SLOTS_LABEL = "mrsched.dev/map-slots"
 REDUCE_SLOTS_LABEL = "mrsched.dev/reduce-slots"
+#: The taint a degraded node carries (operator/health.py's TAINT_KEY, which imports this module).
+DEGRADED_TAINT_KEY = "mrsched.dev/degraded"
 
 log = logging.getLogger("mrsched.snapshot")
 _warned: set[str] = set()  # each unreadable value is logged once, not every round
@@ -116,29 +119,13 @@ def admits(info: NodeInfo, tolerations: tuple[dict[str, Any], ...], node_selecto
     return tolerates(info.taints, tolerations) and node_selector_matches(node_selector, info.labels)
 
 
-class JobFilters:
-    """Kubernetes' filters for each job's pods over one round's usable nodes (TaintToleration, then the
-    nodeSelector half of NodeAffinity; unschedulable, NotReady, probing and refusing nodes are not usable), run
-    before any policy scores a node: :attr:`Job.nodes`. Jobs with the same tolerations and selector share one
-    pass over the nodes."""
-
-    def __init__(self, usable: dict[str, NodeInfo]) -> None:
-        self.usable = usable
-        self._by_constraints: dict[str, frozenset[str] | None] = {}
-
-    def nodes_for(
-        self, tolerations: tuple[dict[str, Any], ...], node_selector: dict[str, str]
-    ) -> frozenset[str] | None:
-        """The usable nodes that admit such pods; None when every usable node does (nothing to filter)."""
-        if not tolerations and not node_selector and not any(i.taints for i in self.usable.values()):
-            return None
-        key = repr((tolerations, sorted(node_selector.items())))
-        if key not in self._by_constraints:
-            passed = frozenset(
-                n for n, info in self.usable.items() if admits(info, tolerations, node_selector)
-            )
-            self._by_constraints[key] = None if len(passed) == len(self.usable) else passed
-        return self._by_constraints[key]
+def node_view(info: NodeInfo, canary: bool = False) -> NodeView:
+    """The node as the framework's filters read it; a ``canary`` node without the degraded taint, which its
+    canary map tolerates (operator/canary.py: CANARY_TOLERATION)."""
+    taints = info.taints
+    if canary:
+        taints = tuple(t for t in taints if t.get("key") != DEGRADED_TAINT_KEY)
+    return NodeView(info.node.name, info.labels, taints, not info.schedulable)
 
 
 def core_job(state: JobState, now: float, backoff: tuple[float, float], existing: Job | None = None) -> Job:

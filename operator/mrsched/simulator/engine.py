@@ -6,10 +6,10 @@ Events, in time order (ties by insertion order, so a seed always gives the same 
 * a decision opportunity, by the run's placement ``mode`` (the same for every policy of a run):
 
   - ``hadoop``: a heartbeat of each node every ``heartbeat_s`` (staggered over the interval): the node's
-    physics advances and ``policy.schedule_round(snapshot, [node])`` answers with placements on that node
+    physics advances and ``framework.run_round(policy, snapshot, [node])`` answers with placements on that node
     alone, which start at once (Hadoop 1's ``assignTasks(taskTracker)``; kube-default and the greedy policy
     are offered the same single node);
-  - ``kubernetes``: a cluster-wide round, ``policy.schedule_round(snapshot, every node)``, every
+  - ``kubernetes``: a cluster-wide round, ``framework.run_round(policy, snapshot, every node)``, every
     ``heartbeat_s`` and at once when a task ends or a job arrives (at most one round per instant), as the
     operator's loop runs with its watches waking it;
 
@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from mrsched.core.framework import Framework
 from mrsched.core.metrics import LOAD_SAMPLE_S
 from mrsched.core.model import ClusterSnapshot, Job, Task
 from mrsched.core.physics import Fault, NodeModel, TaskDemand
@@ -85,6 +86,9 @@ class Simulation(AttemptLifecycle):
         self.heartbeat_s = cluster.heartbeat_s
         truth = TruePhysics(self.capabilities, self.demand)
         self.policy = policy if isinstance(policy, Policy) else policy(truth)
+        #: The scheduling framework the operator runs too; the scenario's nodes have no taints and its jobs no
+        #: constraints, so its filters pass every node (Job.nodes stays None) and it has no permit plugin.
+        self.framework = Framework()
         if self.policy.needs_probes:  # seed 002 P3-A: probe every node before the workload starts
             self.nodes = {
                 name: replace(node, probe=probe_node(name, self.capabilities[name], seed=seed))
@@ -293,7 +297,7 @@ class Simulation(AttemptLifecycle):
             if self.metrics is not None:
                 self.snapshot.metrics[name] = self.metrics.read(name, now)
         if not self.policy.idle(self.snapshot):
-            self._apply(self.policy.schedule_round(self.snapshot, self._node_order), now)
+            self._apply(self.framework.run_round(self.policy, self.snapshot, self._node_order), now)
         if self.speculator.enabled:
             for name in self._node_order:
                 self._speculate(name, now)
@@ -332,6 +336,6 @@ class Simulation(AttemptLifecycle):
         if self.metrics is not None:
             self.snapshot.metrics[node] = self.metrics.read(node, now)
         if not self.policy.idle(self.snapshot):
-            self._apply(self.policy.schedule_round(self.snapshot, [node]), now)
+            self._apply(self.framework.run_round(self.policy, self.snapshot, [node]), now)
         if self.speculator.enabled and self.speculator.running:
             self._speculate(node, now)
