@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from mrsched.core.framework.scores import DEFAULT_SCORES, requests_fit
 from mrsched.core.model import (
     ClusterSnapshot,
     Explanation,
@@ -45,33 +46,14 @@ def requested(snapshot: ClusterSnapshot, node: str) -> tuple[float, float]:
 
 def _fits(node: Node, used: tuple[float, float], req: Resources) -> bool:
     """NodeResourcesFit's filter: the pod's requests fit beside what is requested on the node."""
-    return used[0] + req.cpu <= node.cores + 1e-9 and used[1] + req.memory_mb <= node.memory_mb + 1e-9
-
-
-def _millis(cpu: float) -> int:
-    return round(cpu * 1000)
-
-
-def _bytes(memory_mb: float) -> int:
-    return round(memory_mb * 1_000_000)
+    return requests_fit(node.cores, node.memory_mb, used[0] + req.cpu, used[1] + req.memory_mb)
 
 
 def score(cpu_cap: float, mem_cap: float, cpu_used: float, mem_used: float) -> int:
-    """kube-scheduler v1.35's default scores of a node with ``cpu_used``, ``mem_used`` requested (the pod's
-    own included), in its integer arithmetic (CPU in millicores, memory in bytes): NodeResourcesFit's
-    LeastAllocated, Σ_r ((allocatable − requested)·100 // allocatable) // 2 (``leastRequestedScore``), plus
-    BalancedAllocation, int((1 − |f_cpu − f_mem| / 2)·100) (``balancedResourceScorer``), each weight 1. The
-    default profile's other scores are the same on every node for these pods (no taints, affinities,
-    topology spread or images to tell nodes apart), so this sum ranks the nodes as the real one does, ties
-    included."""
-    allocatable, requested_ = (_millis(cpu_cap), _bytes(mem_cap)), (_millis(cpu_used), _bytes(mem_used))
-    least = sum(
-        ((a - r) * 100) // a if 0 <= r <= a and a > 0 else 0
-        for r, a in zip(requested_, allocatable, strict=True)
-    )
-    fractions = [min(1.0, r / a) if a > 0 else 1.0 for r, a in zip(requested_, allocatable, strict=True)]
-    balanced = int((1 - abs(fractions[0] - fractions[1]) / 2) * 100)
-    return least // 2 + balanced
+    """kube-scheduler v1.35's default profile's score of a node with ``cpu_used``, ``mem_used`` requested (the
+    pod's own included): the framework's Score plugins LeastAllocated + BalancedAllocation
+    (:mod:`mrsched.core.framework.scores`), each weight 1."""
+    return sum(plugin.score(cpu_cap, mem_cap, cpu_used, mem_used) for plugin in DEFAULT_SCORES)
 
 
 def best_nodes(
