@@ -8,7 +8,7 @@ Sort, Pi+WordCount, Pi+Sort and WordCount+Sort, each at 2 to 16 parallel map tas
 at once by another of its application, and every map after the first wave is one observation (its duration
 and the node's mix), as DARA's own learner observes them. The profiles θ_j = (c_j, d_j) are each application's
 map run alone (its CPU-seconds and MB read and written, the OS counters Alg 4.3.1 reads). The fit is
-``dara_model.fit_load_model``, the least squares DARA runs online: λ_j and the class's (α_c, α_d) jointly, α ≥ 0,
+``dara.model.fit_load_model``, the least squares DARA runs online: λ_j and the class's (α_c, α_d) jointly, α ≥ 0,
 minimum RMSE.
 
 Printed after the fit, for comparison only: Eq 4.16's optimum container vectors with the fitted model and with
@@ -28,8 +28,8 @@ from mrsched.core.catalog import application, node_class
 from mrsched.core.model import Task
 from mrsched.core.physics import NodeCapability, NodeModel, TaskDemand
 from mrsched.policies.dara import OFFLINE_ALPHAS
-from mrsched.policies.dara_model import Observation, Profile, fit_load_model
-from mrsched.policies.dara_search import search_assignment
+from mrsched.policies.dara.model import Observation, Profile, fit_load_model
+from mrsched.policies.dara.search import search_assignment
 from mrsched.simulator.dataflow import base_demand
 
 NODE_CLASS = "dara-8core"

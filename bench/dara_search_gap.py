@@ -3,7 +3,7 @@
     python bench/dara_search_gap.py [--out bench/results/dara-search-gap.txt]
 
 Eq 4.16 is searched exhaustively while it has at most ``exhaustiveLimit`` vectors to enumerate and by
-``dara_search.local_search`` past it (a whole SWIM day mixes dozens of jobs at once, and the enumeration grows
+``dara.search.local_search`` past it (a whole SWIM day mixes dozens of jobs at once, and the enumeration grows
 exponentially with them). Past the limit there is no exact optimum to compare with, so the gap is measured on
 the instances where the enumeration still runs, with the local search forced (limit 0):
 
@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from swim_cut import SWIM_DAY, four_hours
 
-import mrsched.policies.dara as dara_module
-from mrsched.policies.dara_search import Assignment, search_assignment, throughputs
+import mrsched.policies.dara.optimiser as dara_optimiser
+from mrsched.policies.dara.search import Assignment, search_assignment, throughputs
 from mrsched.simulator.run import run_scenario
 from mrsched.simulator.scenario import load_scenario
 
@@ -63,7 +63,7 @@ class Instance:
 def recorded_searches(scenario_name: str, mode: str) -> list[Instance]:
     """The distinct Eq 4.16 searches DARA makes in one replay (seed 1) of ``scenario_name``."""
     seen: dict[str, Instance] = {}
-    real = dara_module.search_assignment
+    real = dara_optimiser.search_assignment
 
     def recording(*args: Any, **kwargs: Any) -> Assignment:
         instance = Instance(args, {k: v for k, v in kwargs.items() if k != "limit"})
@@ -71,21 +71,21 @@ def recorded_searches(scenario_name: str, mode: str) -> list[Instance]:
             seen.setdefault(instance.key(), instance)
         return real(*args, **kwargs)
 
-    dara_module.search_assignment = recording  # type: ignore[assignment]
+    dara_optimiser.search_assignment = recording  # type: ignore[assignment]
     try:
         scenario = load_scenario(ROOT / "bench" / "scenarios" / f"{scenario_name}.yaml")
         if scenario_name == SWIM_DAY:
             scenario = four_hours(scenario)  # the day's first four hours, searched exhaustively (swim_cut.py)
         run_scenario(scenario, ["dara"], [1], mode=mode, with_bound=False)  # type: ignore[arg-type]
     finally:
-        dara_module.search_assignment = real  # type: ignore[assignment]
+        dara_optimiser.search_assignment = real  # type: ignore[assignment]
     return list(seen.values())
 
 
 def whole_day_share() -> tuple[int, int]:
     """DARA's Eq 4.16 searches on the whole SWIM day (seed 1) under the scenario's limit: (all, local)."""
     counts = [0, 0]
-    real = dara_module.search_assignment
+    real = dara_optimiser.search_assignment
 
     def counting(*args: Any, **kwargs: Any) -> Assignment:
         found = real(*args, **kwargs)
@@ -93,12 +93,12 @@ def whole_day_share() -> tuple[int, int]:
         counts[1] += not found.exhaustive
         return found
 
-    dara_module.search_assignment = counting  # type: ignore[assignment]
+    dara_optimiser.search_assignment = counting  # type: ignore[assignment]
     try:
         scenario = load_scenario(ROOT / "bench" / "scenarios" / f"{SWIM_DAY}.yaml")
         run_scenario(scenario, ["dara"], [1], mode="hadoop", with_bound=False)
     finally:
-        dara_module.search_assignment = real  # type: ignore[assignment]
+        dara_optimiser.search_assignment = real  # type: ignore[assignment]
     return counts[0], counts[1]
 
 

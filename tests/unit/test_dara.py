@@ -21,7 +21,7 @@ from mrsched.core.model import (
     TaskOutcome,
 )
 from mrsched.policies.dara import OFFLINE_ALPHAS, Dara, DaraConfig
-from mrsched.policies.dara_model import (
+from mrsched.policies.dara.model import (
     Fit,
     Observation,
     Profile,
@@ -32,7 +32,7 @@ from mrsched.policies.dara_model import (
     predict_times,
     window_throughput,
 )
-from mrsched.policies.dara_search import search_assignment
+from mrsched.policies.dara.search import search_assignment
 
 
 def arr(*values: float) -> np.ndarray:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from mrsched.core.model import ClusterSnapshot
-from mrsched.policies.dara_model import load_ratios
-from mrsched.policies.dara_search import (
+from mrsched.policies.dara.model import load_ratios
+from mrsched.policies.dara.search import (
     count_feasible,
     feasible_vectors,
     local_search,
@@ -137,7 +137,7 @@ def test_grids_are_kept_read_only_and_within_their_byte_budget(monkeypatch: pyte
     # feasible_vectors keeps the grids it built (a refit asks again for the same bounds): a repeated call
     # returns the same rows, read-only so that no caller can change what the next one gets; other inputs get
     # their own grid; the kept grids never pass the byte budget, least recently used out first.
-    from mrsched.policies import dara_search
+    from mrsched.policies.dara import search as dara_search
 
     monkeypatch.setattr(dara_search, "_GRIDS", type(dara_search._GRIDS)())
     monkeypatch.setattr(dara_search, "_grid_bytes", 0)

@@ -8,8 +8,8 @@ from collections import deque
 
 import numpy as np
 
-from mrsched.policies.dara_model import Columns, Observation, Profile, columns_of, load_terms
-from mrsched.policies.dara_window import FitWindow
+from mrsched.policies.dara.model import Columns, Observation, Profile, columns_of, load_terms
+from mrsched.policies.dara.window import FitWindow
 
 
 def same(a: Columns | None, b: Columns | None) -> bool:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mrsched.core.model import Node, Task, TaskOutcome
-from mrsched.policies.dara_model import Observation, Profile, load_ratios, node_loads, predict_times
+from mrsched.policies.dara.model import Observation, Profile, load_ratios, node_loads, predict_times
 from mrsched.policies.diagnosis import (
     Diagnosis,
     DiagnosisConfig,

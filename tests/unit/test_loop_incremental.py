@@ -348,8 +348,8 @@ def test_a_policy_that_adapts_on_every_heartbeat_is_asked_every_round() -> None:
 
 
 def test_dara_learns_the_same_from_a_map_whether_or_not_the_quiet_rounds_before_its_end_were_asked() -> None:
-    """The skipped rounds only postpone the per-node ∫ containers dt to the next round's advance (dara.py
-    ``skips_quiet_rounds``): the observation a finished map yields, its mix, is the same."""
+    """The skipped rounds only postpone the per-node ∫ containers dt to the next round's advance
+    (dara/scheduling.py ``skips_quiet_rounds``): the observation a finished map yields, its mix, is the same."""
     learnt = []
     for skipping in (True, False):
         clock = [T0 + 10]

@@ -58,8 +58,8 @@ from pydantic import Field
 from mrsched.core.model import ClusterSnapshot, Explanation, Node, Placement, Task, TaskOutcome
 from mrsched.core.policy import register
 from mrsched.policies.dara import Dara, DaraConfig
-from mrsched.policies.dara_model import Observation, Vector, load_ratios, node_loads
-from mrsched.policies.dara_search import (
+from mrsched.policies.dara.model import Observation, Vector, load_ratios, node_loads
+from mrsched.policies.dara.search import (
     Assignment,
     feasible_vectors,
     local_search,

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from mrsched.policies.dara_model import Vector, load_ratios
-from mrsched.policies.dara_search import Assignment
+from mrsched.policies.dara.model import Vector, load_ratios
+from mrsched.policies.dara.search import Assignment
 
 Matrix = Vector  # 2×2 float arrays
 

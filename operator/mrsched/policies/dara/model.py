@@ -1,7 +1,7 @@
 """DARA's model (seed 002, Gupta thesis, chapter 4), pure functions of arrays: the loads and the load-dynamic
 task time of Eq 4.12, the per-node throughput of Eq 4.9/4.16, BEST_APP_TO_ADD (Alg 4.3.4), and the
 least-squares fit of Eq 4.12 to observed maps (§4.2.3). Eq 4.16's search (COMPUTE_OPTIMAL_ASSIGNMENT) is
-:mod:`mrsched.policies.dara_search`; the policy that keeps these up to date and places by them is
+:mod:`mrsched.policies.dara.search`; the policy that keeps these up to date and places by them is
 :mod:`mrsched.policies.dara`."""
 
 from __future__ import annotations

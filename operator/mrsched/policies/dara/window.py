@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mrsched.policies.dara_model import Columns, Observation, Profile, load_terms
+from mrsched.policies.dara.model import Columns, Observation, Profile, load_terms
 
 
 class FitWindow:
@@ -90,7 +90,7 @@ class FitWindow:
             self._resolve(slot, profiles)
 
     def columns(self) -> Columns | None:
-        """:func:`dara_model.columns_of` of the window: the same rows, in the same order, the same floats."""
+        """:func:`model.columns_of` of the window: the same rows, in the same order, the same floats."""
         slots = self._slots()
         slots = slots[self._resolved[slots] & (self._duration[slots] > 0)]
         if len(slots) == 0:

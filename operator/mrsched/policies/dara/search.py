@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from mrsched.policies.dara_model import Vector, load_ratios, single_app_optimum
+from mrsched.policies.dara.model import Vector, load_ratios, single_app_optimum
 
 #: The grids :func:`feasible_vectors` built last, by their exact inputs, within a byte budget: a refit or a
 #: node's moved belief asks again for the grid of the same bounds (in a whole SWIM day, 13,311 builds of
