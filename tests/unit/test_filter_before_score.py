@@ -89,3 +89,25 @@ def test_a_job_that_admits_no_node_is_never_placed_and_does_not_stop_the_others(
     snapshot = ClusterSnapshot(0.0, nodes(True), {n: [] for n in NODE_NAMES}, js)
     placed = policy.schedule_round(snapshot, NODE_NAMES)
     assert placed and all(p.task.job_id == "free" for p in placed)
+
+
+@pytest.mark.parametrize("name", policy_names())
+def test_no_policy_places_where_other_tenants_pods_hold_the_allocatable(name: str) -> None:
+    """NodeResourcesFit before Score: what other pods request (ClusterSnapshot.reserved) is not free, whatever
+    path a policy takes (DARA's Fair fallback once built its own snapshot without it). No check after the
+    policy would catch it: the operator creates what the policy placed."""
+    policy = make_policy(name, truth=truth() if name == "greedy-informed" else None)
+    js = jobs()
+    js[0].nodes = None
+    for job in js:
+        policy.on_job_submitted(job, 0.0)
+    placed: list[Placement] = []
+    running: dict[str, list] = {n: [] for n in NODE_NAMES}  # type: ignore[type-arg]
+    for r in range(6):
+        snapshot = ClusterSnapshot(float(r * 3), nodes(True), running, js, version=r)
+        for full in ("n0", "n1"):
+            snapshot.reserve(full, Resources(4.0, 8192.0))
+        placed += policy.schedule_round(snapshot, NODE_NAMES)
+        running = snapshot.running
+    assert placed, f"{name} placed nothing"
+    assert {p.node for p in placed} <= {"n2", "n3"}, f"{name} placed on a full node"

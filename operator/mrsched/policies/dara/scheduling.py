@@ -143,6 +143,7 @@ class Dara(DaraOptimiser):
             outsiders,
             snapshot.metrics,
             heartbeat_s=snapshot.heartbeat_s,
+            reserved=snapshot.reserved,  # other pods' requests hold the node there too (NodeResourcesFit)
         )
         placed = self.fair.assign_one_map(view, node)
         if placed is None:
