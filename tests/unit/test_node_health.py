@@ -15,6 +15,7 @@ import pytest
 from mrsched.cli import build_parser
 from mrsched.core.model import Node, Task, TaskOutcome, TaskType
 from mrsched.core.probes import Capability
+from mrsched.health import MonitorConfig, NodeHealth
 from mrsched.operator.config import OperatorConfig
 from mrsched.operator.health import (
     HEALTH_PROFILE,
@@ -35,7 +36,6 @@ from mrsched.operator.health import (
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.profiles import ProfileStore, utc_stamp
 from mrsched.operator.snapshot import NodeInfo
-from mrsched.policies.slowdown import MonitorConfig, NodeHealth
 
 T0 = 1_800_000_000.0
 

@@ -1,4 +1,4 @@
-"""Seed 002 §5.3 (Method B) soft-fault core, mrsched.policies.slowdown: the γ posterior (Eq 5.14/5.15) by hand, the
+"""Seed 002 §5.3 (Method B) soft-fault core, mrsched.health: the γ posterior (Eq 5.14/5.15) by hand, the
 θ posterior from an uninformative prior, the closed-form information gain, the random walk of Eq 6.7/6.8 with
 its change detector, the Degraded decision rule, and the state round trip."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mrsched.policies.slowdown import AppBelief, MonitorConfig, NodeHealth, SlowdownBelief, SlowdownMonitor
+from mrsched.health import AppBelief, MonitorConfig, NodeHealth, SlowdownBelief, SlowdownMonitor
 
 #: The thesis's update as printed, for the hand-computed cases: σ the probe's, V_low uncapped, no γ floor, no
 #: peer check, a verdict at the first update that finds it (the defaults add readings of ours, tested below).
@@ -419,7 +419,7 @@ def test_a_degraded_nodes_tasks_do_not_teach_the_apps_profile() -> None:
 
 
 def test_maps_of_different_split_sizes_teach_different_profiles() -> None:
-    from mrsched.policies.slowdown import profile_key
+    from mrsched.health import profile_key
 
     assert profile_key("pi", 0.0) == "pi"
     assert profile_key("wordcount", 128.0) == profile_key("wordcount", 150.0) == "wordcount/128MB"

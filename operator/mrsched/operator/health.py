@@ -1,6 +1,6 @@
 """Soft faults surfaced on the cluster (seed 002 ch.5): a probed node that silently slows down in CPU or disk.
 
-The judgement itself is :class:`mrsched.policies.slowdown.SlowdownMonitor` (pure): it is fed one observation
+The judgement itself is :class:`mrsched.health.SlowdownMonitor` (pure): it is fed one observation
 per newly finished, succeeded map attempt on a node with a probed capability, with the node's nominal time per
 unit of work (γ = 1/κ from its probes, Ω and σ). This module is its Kubernetes edge, owned by the scheduling
 loop:
@@ -32,11 +32,11 @@ from typing import Any
 from mrsched.core.kuberules import tolerates
 from mrsched.core.model import TaskOutcome
 from mrsched.core.probes import Capability
+from mrsched.health import MonitorConfig, NodeHealth, SlowdownMonitor, profile_key
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.profiles import ProfileStore, utc_stamp
 from mrsched.operator.snapshot import NodeInfo
-from mrsched.policies.slowdown import MonitorConfig, NodeHealth, SlowdownMonitor, profile_key
 
 log = logging.getLogger("mrsched.health")
 

@@ -10,7 +10,7 @@ would yield about the state:
   V_low = 0.001 and V_high = 1 (Eq 6.8) meaningful: a prior of s = (1, 1) with variance ``priorVar``.
 * Transition (Eq 6.7/6.8): before each update the belief takes a random-walk step, V_low added to each
   variance normally, V_high when a change detector fires (m = 1; digest I6-2 [R]: 2 of the last 4 residuals
-  beyond 3σ). The V_low drift stops at the prior variance (as :mod:`mrsched.policies.slowdown`: a node that
+  beyond 3σ). The V_low drift stops at the prior variance (as :mod:`mrsched.health`: a node that
   runs one application observes s along one direction only).
 * Observation: each finished map of application j on the node, with the time-averaged loads L_c, L_d of its
   life (DARA's own bookkeeping), is linear-Gaussian in s (Eq 4.12 is linear in α):

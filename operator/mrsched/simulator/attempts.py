@@ -19,7 +19,7 @@ from mrsched.core.locality import locality
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.physics import NodeCapability, NodeModel, TaskDemand, isolated_duration
 from mrsched.core.policy import Policy
-from mrsched.policies.slowdown import profile_key
+from mrsched.health import profile_key
 from mrsched.simulator.dataflow import DataFlow
 from mrsched.simulator.detection import HealthRecorder
 from mrsched.simulator.result import JobRecord

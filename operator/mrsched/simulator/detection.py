@@ -1,6 +1,6 @@
 """Soft-fault detection in the simulator: a health monitor beside any policy, and what it is measured by.
 
-The monitor (scenario key ``monitor``, off by default) is :class:`mrsched.policies.slowdown.SlowdownMonitor`
+The monitor (scenario key ``monitor``, off by default) is :class:`mrsched.health.SlowdownMonitor`
 (seed 002 §5.3, Method B): every node is probed before time 0 (:func:`mrsched.simulator.probes.probe_node`, the
 probes a ``needs_probes`` policy gets), every successful map's duration is fed to ``observe`` with its node's
 probed nominal γ = 1/κ, Ω and σ, and every change of a node's verdict is recorded with its time. O(1) per
@@ -34,7 +34,7 @@ from mrsched.core.probes import Capability
 from mrsched.simulator.scenario import FaultSpec, MonitorSpec
 
 if TYPE_CHECKING:
-    from mrsched.policies.slowdown import SlowdownMonitor
+    from mrsched.health import SlowdownMonitor
 
 #: The resource a fault of each kind should be blamed on.
 EXPECTED_RESOURCE = {"cpu-hog": "cpu", "disk-hog": "disk", "lost-cores": "cpu"}
@@ -160,7 +160,7 @@ class HealthRecorder:
     last_map_s: float = 0.0
 
     def __post_init__(self) -> None:
-        from mrsched.policies.slowdown import MonitorConfig, SlowdownMonitor
+        from mrsched.health import MonitorConfig, SlowdownMonitor
 
         self.monitor = SlowdownMonitor(MonitorConfig(**self.spec.options))
         self.timelines = {node: [] for node in self.nominal}

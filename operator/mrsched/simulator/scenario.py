@@ -164,7 +164,7 @@ class MonitorSpec(_Strict):
     @model_validator(mode="after")
     def _known_options(self) -> MonitorSpec:
         if self.options:  # an unknown or invalid option fails here, naming it
-            from mrsched.policies.slowdown import MonitorConfig
+            from mrsched.health import MonitorConfig
 
             try:
                 MonitorConfig(**self.options)
