@@ -36,14 +36,14 @@ from mrsched.health import MonitorConfig, NodeHealth, SlowdownMonitor, profile_k
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.metrics import OperatorMetrics
 from mrsched.operator.profiles import ProfileStore, utc_stamp
-from mrsched.operator.snapshot import NodeInfo
+from mrsched.operator.snapshot import DEGRADED_TAINT_KEY, NodeInfo
 
 log = logging.getLogger("mrsched.health")
 
 #: The PolicyProfile that keeps the monitor's learned state (``status.state``).
 HEALTH_PROFILE = "node-health"
 #: The taint a degraded node carries with ``--taint-degraded-nodes``; its value names the resources.
-TAINT_KEY = "mrsched.dev/degraded"
+TAINT_KEY = DEGRADED_TAINT_KEY
 TAINT_EFFECT = "NoSchedule"
 #: The NodeProfile condition.
 CONDITION_TYPE = "Degraded"

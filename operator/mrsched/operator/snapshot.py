@@ -20,7 +20,7 @@ RACK_LABEL = "topology.mrsched.dev/rack"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 MAP_SLOTS_LABEL = "mrsched.dev/map-slots"
 REDUCE_SLOTS_LABEL = "mrsched.dev/reduce-slots"
-#: The taint a degraded node carries (operator/health.py's TAINT_KEY, which imports this module).
+#: The taint a degraded node carries with --taint-degraded-nodes (operator/health.py sets it, as TAINT_KEY).
 DEGRADED_TAINT_KEY = "mrsched.dev/degraded"
 
 log = logging.getLogger("mrsched.snapshot")
