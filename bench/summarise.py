@@ -92,7 +92,7 @@ def main(root: Path) -> None:
         " A table compares policies within one mode only: every policy of a row had the same nodes, the same"
         " slots per node class and the same decision opportunities. Each row: makespan and mean job time in"
         " seconds, means over the scenario's seeds; the lower bound on makespan (it holds for every policy,"
-        " seed by seed: `tests/unit/test_bench_results.py`); the slot bound (for fifo, fair and capacity, which"
+        " seed by seed: `tests/unit/project/test_bench_results.py`); the slot bound (for fifo, fair and capacity, which"
         " keep to the slots); each scenario's own `report.md` has every metric and ratio, variants such as"
         " `throughput:known`, and the plots. A `-`: the scenario does not run that policy (Capacity is left out"
         " where there is one queue: it is FIFO there). A row that rests on target-fitted constants (set from the"

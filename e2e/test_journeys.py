@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.conftest import HEARTBEAT_S
-from tests.unit.test_dashboard import dashboard_queries
+from tests.unit.emulator.test_dashboard import dashboard_queries
 
 from e2e import outputs
 from e2e.journey import (

@@ -1,5 +1,6 @@
-"""A small traced scenario for the sweep tests (tests/unit/test_sweep_files.py, tests/cluster/test_cluster_sweep.py):
-the SWIM FB-2009 trace's first jobs on four nodes, its trace file beside it as bench/scenarios' are."""
+"""A small traced scenario for the sweep tests (tests/unit/simulator/test_sweep_files.py,
+tests/cluster/test_cluster_sweep.py): the SWIM FB-2009 trace's first jobs on four nodes, its trace file beside it
+as bench/scenarios' are."""
 
 from __future__ import annotations
 

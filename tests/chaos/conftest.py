@@ -1,6 +1,6 @@
 """The chaos suite's operator: one process watching the test's namespace, with the chart's defaults but for the
 job policy: any image is allowed, since jobs here bring images that fail to pull or do not exist (the policy
-itself is tested in tests/unit/test_job_policy.py and tests/cluster/test_chart.py)."""
+itself is tested in tests/unit/operator/test_job_policy.py and tests/cluster/test_chart.py)."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ OPERATOR_ENV = {
     "MRSCHED_BACKOFF_MAX_S": "2",
     "MRSCHED_PROBE_SCALE": "0.2",
     "MRSCHED_PROBE_REPEATS": "2",
-    # Fuzzed specs name images and users; what a job may name is tested in tests/unit/test_job_policy.py.
+    # Fuzzed specs name images and users; what a job may name is tested in tests/unit/operator/test_job_policy.py.
     "MRSCHED_ALLOWED_IMAGES": "*",
     "MRSCHED_ALLOW_USER_OVERRIDE": "true",
 }

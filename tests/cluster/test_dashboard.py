@@ -16,7 +16,7 @@ from mrsched.localcluster.toolchain import Toolchain
 from tests.chart.helmtool import Helm, by_kind
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import wait_for
-from tests.unit.test_dashboard import DASHBOARD, dashboard_queries
+from tests.unit.emulator.test_dashboard import DASHBOARD, dashboard_queries
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ TaskType = Literal["map", "reduce"]
 
 #: Where each numeric default of the models below comes from (issue 19: code defaults are constants too), keyed
 #: ``Model.alias`` and valued as a catalog entry's ``sources`` are (mrsched.core.provenance's kinds).
-#: tests/unit/test_constant_sources.py fails on a numeric default without an entry and on an entry naming none.
+#: tests/unit/project/test_constant_sources.py fails on a numeric default without an entry and on an entry naming none.
 #: ``PhysicsSpec.crossRackMBps`` defaults to None, which stands for a number (half the NIC, ``cross_rack_cost``).
 DEFAULT_SOURCES: dict[str, str] = {
     "PhysicsSpec.cpuRate": "paper: seed 002 Eq 3.5 and Table 3.1, κc = 1 is the reference machine (machine1-2)",

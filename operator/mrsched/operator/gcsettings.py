@@ -4,7 +4,7 @@ The operator holds every task pod, node and job of its watch caches as plain dic
 a few million objects). Their memory goes back by reference counting the moment they are replaced; the cyclic
 collector finds nothing among them, yet CPython's defaults (a young collection every 700 net allocations, a
 full one each time the heap grew by a quarter) walk them again and again while a round creates thousands of
-pod manifests. Measured over the loop and an in-memory API server (tests/unit/test_loop_incremental.py's),
+pod manifests. Measured over the loop and an in-memory API server (tests/unit/operator/test_loop_incremental.py's),
 1,000 nodes and 200 jobs of 50 maps, fifo (the scale benchmark's work), two runs each: with the defaults 17
 full collections while placing 10,000 pods and the loop's CPU 2.00-2.08 ms per pod placed; with these
 settings one (``tune_gc``'s own) and 1.53 ms.

@@ -42,8 +42,8 @@ def lower_bound(sim: Simulation, jobs: list[Job], *, mode: str | None = None) ->
     its places for pods), the later of each pair, averaged
     (:func:`~mrsched.simulator.bound_tasks.total_response_bound`; at least either alone). It holds for the
     runs in which no job fails (a failed job leaves the mean). Contention and straggling are left out, so both
-    are optimistic; ``tests/unit/test_bench_results.py`` checks them on every committed result and
-    ``tests/unit/test_bounds.py`` against brute-forced optima."""
+    are optimistic; ``tests/unit/project/test_bench_results.py`` checks them on every committed result and
+    ``tests/unit/simulator/test_bounds.py`` against brute-forced optima."""
     mode = mode or sim.mode
     times = task_times(sim, jobs, noise=mode != "yarn")
     slots_bind = mode != "yarn"  # no slot rule of ours holds in YARN mode

@@ -11,7 +11,7 @@ class _Strict(BaseModel):
 
 
 #: Where each numeric default of the models below comes from (as scenario.DEFAULT_SOURCES; checked by
-#: tests/unit/test_constant_sources.py).
+#: tests/unit/project/test_constant_sources.py).
 DEFAULT_SOURCES: dict[str, str] = {
     "PhysicsVariant.cpuHeavyThreads": "measured: our workers run one runnable thread per task (CPU s / wall s <= 1.00 "
     "at one task, `make calibrate`); more only in a sensitivity run, which states "

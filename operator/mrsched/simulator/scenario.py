@@ -68,7 +68,7 @@ DEFAULT_POLICIES = ("fifo", "fair", "kube-default", "greedy-informed")
 
 #: Where each numeric default of the models below comes from (issue 19: code defaults are constants too), keyed
 #: ``Model.alias`` and valued as a scenario's ``sources`` are (mrsched.core.provenance's kinds).
-#: tests/unit/test_constant_sources.py fails on a numeric default without an entry and on an entry naming none.
+#: tests/unit/project/test_constant_sources.py fails on a numeric default without an entry and on an entry naming none.
 DEFAULT_SOURCES: dict[str, str] = {
     "FaultSpec.startS": "assumption: a fault that names no start is there from time 0",
     "FaultSpec.intensity": "assumption: one busy loop per core, one hog stream or one lost core unless the scenario "

@@ -16,7 +16,7 @@ next: the trace integrates it exactly. It measures:
   from its last map to its end.
 
 The trace reads the simulation and asks the policy only :meth:`Policy.holding`, which changes nothing: a traced
-run gives the same results as one without (tests/unit/test_trace.py).
+run gives the same results as one without (tests/unit/simulator/test_trace.py).
 """
 
 from __future__ import annotations

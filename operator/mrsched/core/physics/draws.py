@@ -34,7 +34,7 @@ def noise_factor(seed: int, node: str, task_id: str, sigma: float) -> float:
         return 1.0
     digest = hashlib.blake2b(f"{seed}/{node}/{task_id}".encode(), digest_size=8).digest()
     # random.Random(n).gauss(0, sigma), unrolled on the C generator the class wraps: the same Mersenne Twister
-    # state and the same two uniforms (tests/unit/test_physics.py pins it), without the Python-level seed and
+    # state and the same two uniforms (tests/unit/core/test_physics.py pins it), without the Python-level seed and
     # gauss wrappers, which cost as much as the draw itself; the lower bound draws one per task and node.
     rng = _random.Random(int.from_bytes(digest, "big"))
     x2pi = rng.random() * _TWO_PI

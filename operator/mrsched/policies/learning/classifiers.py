@@ -28,7 +28,7 @@ class NaiveBayes:
     Likelihoods: ``P(F_i = v | c) = (N_c,i,v + 1) / (N_c + |V_i|)`` (Laplace; |V_i| fixed by
     :data:`CARDINALITIES`, so unseen bins are valid) — ``CategoricalNB.feature_log_prob_``, computed here by the
     same numpy expression on the same counts, so the numbers are bit for bit CategoricalNB's
-    (``tests/unit/test_learning.py`` checks them against ``partial_fit`` on random example streams). Why not
+    (``tests/unit/policies/test_learning.py`` checks them against ``partial_fit`` on random example streams). Why not
     ``partial_fit`` itself: the learner takes one example per judged decision, and ``partial_fit``'s input
     validation made it 1.3 ms per example against 0.02 ms here (measured on the 2-core development machine),
     a quarter of a whole SWIM day under this policy.

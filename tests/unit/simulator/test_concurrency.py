@@ -19,7 +19,7 @@ from mrsched.simulator.run import build_simulation, lower_bound
 from mrsched.simulator.scenario import load_scenario
 from mrsched.simulator.workload import build_jobs
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[3] / "bench" / "scenarios"
 
 
 def _job(job_id: str, maps: int, cpu: float = 1.0, memory_mb: float = 1024.0) -> Job:

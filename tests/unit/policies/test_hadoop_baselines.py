@@ -15,7 +15,7 @@ from mrsched.policies import make_policy
 from mrsched.policies.fair import Fair
 from mrsched.policies.fifo import fifo_order
 from mrsched.policies.slots import priority_factor
-from tests.unit.test_baselines import job
+from tests.unit.policies.test_baselines import job
 
 
 def nodes(count: int = 2, *, racks: int = 1, map_slots: int = 2, reduce_slots: int = 1) -> dict[str, Node]:

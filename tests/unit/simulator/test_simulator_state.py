@@ -168,7 +168,7 @@ def test_jio_replication_apps_scale_the_written_part_of_theta_d() -> None:
 @pytest.mark.parametrize("r", [1, 2, 3])
 def test_h_sweep_scenarios_load(r: int) -> None:
     scenario = load_scenario(
-        Path(__file__).parents[2] / "bench" / "scenarios" / f"gupta-ch3-pi-jio-r{r}.yaml"
+        Path(__file__).parents[3] / "bench" / "scenarios" / f"gupta-ch3-pi-jio-r{r}.yaml"
     )
     assert {"fifo", "fair", "kube-default", "throughput", "greedy-informed"} <= set(scenario.policies)
     assert scenario.options_for("throughput:known") is not None

@@ -260,7 +260,7 @@ def test_a_bad_scenario_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureF
     "fmt, name", [("swim", "sample.swim.tsv"), ("sls", "sample-sls.json"), ("rumen", "sample-rumen.json")]
 )
 def test_trace_replay_runs_every_job(tmp_path: Path, fmt: str, name: str) -> None:
-    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / name
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "traces" / name
     sc = scenario(tmp_path, workload={"trace": {"format": fmt, "path": str(fixture), "sizeScale": 100}})
     nodes = [n.name for n in expand_layout(sc.cluster.nodes)]
     jobs = build_jobs(sc, nodes, 1)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DOC = (REPO / "docs" / "kind.md").read_text()
 KIND = yaml.safe_load((REPO / "hack" / "kind-cluster.yaml").read_text())
 

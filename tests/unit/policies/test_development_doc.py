@@ -17,9 +17,9 @@ from mrsched.core import policy as core_policy
 from mrsched.core.model import ClusterSnapshot
 from mrsched.core.policy import PolicyConfigError
 from mrsched.policies import make_policy
-from tests.unit.test_filter_before_score import ALLOWED, NODE_NAMES, jobs, nodes
+from tests.unit.core.test_filter_before_score import ALLOWED, NODE_NAMES, jobs, nodes
 
-DOC = Path(__file__).parents[2] / "docs/development.md"
+DOC = Path(__file__).parents[3] / "docs/development.md"
 
 
 def policy_module_of_the_doc() -> str:

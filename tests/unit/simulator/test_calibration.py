@@ -29,7 +29,7 @@ from mrsched.simulator.calibration import (
     relative_errors,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # A free start-up (share 0), as bench/calibrate.py fits: with Ω on the CPU, Ω and θc would trade off exactly.
 NODE = NodeCapability(
     cores=2, memory_mb=8000, noise_sigma=0.0, cpu_contention=0.3, disk_contention=0.15, overhead_cpu_share=0.0

@@ -12,7 +12,7 @@ from mrsched.operator.config import OperatorConfig
 from mrsched.operator.kubeapi import ClusterApi
 from mrsched.operator.loop import SchedulingLoop
 from mrsched.operator.pods import PLACEMENT_ANNOTATION
-from tests.unit.test_loop_incremental import T0, MemoryApi, job, node
+from tests.unit.operator.test_loop_incremental import T0, MemoryApi, job, node
 
 NODES = (
     ("n1", {"disk": "hdd"}, []),

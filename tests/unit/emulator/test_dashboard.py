@@ -15,7 +15,7 @@ from mrsched.emulator.metrics import NodeInfo, NodeMetricsCollector
 from mrsched.emulator.runners import NodeUsage
 from mrsched.operator.metrics import OperatorMetrics
 
-DASHBOARD = Path(__file__).resolve().parents[2] / "charts" / "mrsched" / "dashboards" / "mrsched.json"
+DASHBOARD = Path(__file__).resolve().parents[3] / "charts" / "mrsched" / "dashboards" / "mrsched.json"
 #: Grafana's own variables in a query, and what they stand for when the query is sent (a rate window).
 GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$__interval": "30s", "$__range": "1h"}
 #: PromQL words that are not series: aggregation modifiers, binary-operator keywords, literals.

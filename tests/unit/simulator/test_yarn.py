@@ -20,7 +20,7 @@ from mrsched.simulator.run import run_scenario
 from mrsched.simulator.scenario import ClusterSpec, load_scenario
 from mrsched.simulator.yarn import YarnSimulation, yarn_scheduler
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures" / "sls"
 CONTAINER = Res(1024, 1)
 CLUSTER = Res(8 * 4096, 8 * 4)

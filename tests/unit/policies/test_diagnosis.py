@@ -25,7 +25,7 @@ from mrsched.policies.diagnosis import (
 from mrsched.simulator.run import run_scenario
 from mrsched.simulator.scenario import load_scenario
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ALPHAS = {"c": (0.01, 0.001)}
 
 

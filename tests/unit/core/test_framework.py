@@ -14,7 +14,7 @@ from mrsched.core.framework import (
 )
 from mrsched.core.model import ClusterSnapshot
 from mrsched.policies import make_policy
-from tests.unit.test_filter_before_score import NODE_NAMES, jobs, nodes
+from tests.unit.core.test_filter_before_score import NODE_NAMES, jobs, nodes
 
 DEGRADED = {"key": "mrsched.dev/degraded", "value": "disk", "effect": "NoSchedule"}
 VIEWS = {

@@ -11,7 +11,7 @@ import pytest
 from mrsched.core.catalog import expand_layout
 from mrsched.simulator.scenario import Scenario, load_scenario
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[3] / "bench" / "scenarios"
 FILES = sorted(SCENARIOS.glob("*.yaml"))
 
 

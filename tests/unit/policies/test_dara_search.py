@@ -18,7 +18,7 @@ from mrsched.policies.dara.search import (
     throughputs,
     too_many_to_enumerate,
 )
-from tests.unit.test_dara import ALPHA_C, ALPHA_D, fitted_dara, make_job, make_node
+from tests.unit.policies.test_dara import ALPHA_C, ALPHA_D, fitted_dara, make_job, make_node
 
 
 def random_instance(rng: np.random.Generator, n: int) -> dict[str, object]:
@@ -116,7 +116,7 @@ def test_diagnosis_past_the_limit_finds_the_enumerations_mix_under_the_belief(be
     # test_diagnosis's case (one application, a node believed 6x slower on CPU) with the enumeration forbidden:
     # the local search under the belief, and with β > 0 under its EIG bonus, gives the enumeration's x*.
     from mrsched.core.model import Node
-    from tests.unit.test_diagnosis import _policy
+    from tests.unit.policies.test_diagnosis import _policy
 
     found = []
     for limit in (None, 1):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from e2e.readme import readme_commands
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 #: [text](target) with a relative target; the anchor (#...) is dropped.
 LINK = re.compile(r"\]\((?!https?://|mailto:|#)([^)#\s]+)(?:#[^)]*)?\)")

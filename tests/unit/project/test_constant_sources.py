@@ -20,7 +20,7 @@ from pydantic.fields import FieldInfo
 from mrsched.core import catalog, provenance
 from mrsched.simulator import physics_options, scenario
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCENARIOS = sorted((REPO / "bench" / "scenarios").glob("*.yaml"))
 
 

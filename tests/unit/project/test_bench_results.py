@@ -18,7 +18,7 @@ from mrsched.simulator import fitted
 from mrsched.simulator.result import SLOT_KEEPERS
 from mrsched.simulator.scenario import MODES, load_scenario, policy_name
 
-RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+RESULTS = Path(__file__).resolve().parents[3] / "bench" / "results"
 SCENARIOS = RESULTS.parent / "scenarios"
 COMMITTED = sorted(p for mode in MODES for p in (RESULTS / mode).glob("*/results.json"))
 #: Every other committed run record: each results.json elsewhere and the contests' per-seed caches.

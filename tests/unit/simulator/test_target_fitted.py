@@ -16,7 +16,7 @@ from mrsched.simulator.report import markdown
 from mrsched.simulator.run import run_scenario
 from mrsched.simulator.scenario import Scenario, ScenarioError, load_scenario
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "bench" / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[3] / "bench" / "scenarios"
 CPU_RATE = "node class yao-m1large: physics.cpuRate"
 WAIT = "application wordcountdelay: map.waitSPerMB"
 

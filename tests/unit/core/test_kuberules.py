@@ -223,7 +223,7 @@ def test_the_charts_schema_takes_the_grammar_and_the_operator_refuses_the_rest()
     so it refuses only what is not even shaped like one); the operator's config refuses the rest at start."""
     from mrsched.operator.config import OperatorConfig
 
-    schema = json.loads((Path(__file__).parents[2] / "charts/mrsched/values.schema.json").read_text())
+    schema = json.loads((Path(__file__).parents[3] / "charts/mrsched/values.schema.json").read_text())
     pattern = re.compile(schema["properties"]["nodeSelectorLabel"]["pattern"])
     for selector in VALID:
         assert pattern.search(selector), selector

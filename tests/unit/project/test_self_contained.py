@@ -14,7 +14,7 @@ import pytest
 
 from mrsched.simulator.scenario import Scenario, load_scenario
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCENARIOS = REPO / "bench" / "scenarios"
 SWIM_DATA = REPO / "bench" / "data" / "traces" / "swim"
 SWIM_FILES = (

@@ -25,9 +25,9 @@ from mrsched.simulator.traces import (
 )
 from mrsched.simulator.traces.common import hash_user_index, size_band_edges
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"
 # The SWIM samples are kept in the repository (bench/data/traces/swim/, copied unchanged from SWIM).
-SWIM_DATA = Path(__file__).resolve().parents[2] / "bench" / "data" / "traces" / "swim"
+SWIM_DATA = Path(__file__).resolve().parents[3] / "bench" / "data" / "traces" / "swim"
 FB_2009 = SWIM_DATA / "FB-2009_samples_24_times_1hr_0.tsv"
 FB_2010 = SWIM_DATA / "FB-2010_samples_24_times_1hr_0.tsv"
 MIB = 1 << 20
