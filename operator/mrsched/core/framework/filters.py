@@ -90,3 +90,7 @@ class Excluded:
 
 
 DEFAULT_FILTERS: tuple[FilterPlugin, ...] = (NodeUnschedulable(), TaintToleration(), NodeAffinity())
+
+#: Filters whose verdict reads only a pod's constraints and a node's taints, cordon and name: with none of
+#: those set, they pass every node (Framework.feasible's fast path).
+FIELD_FILTERS = (TaintToleration, NodeAffinity, NodeUnschedulable, Excluded)

@@ -7,21 +7,15 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from mrsched.core.framework.filters import (
     DEFAULT_FILTERS,
+    FIELD_FILTERS,
     Excluded,
     FilterPlugin,
-    NodeAffinity,
-    NodeUnschedulable,
     NodeView,
     PodConstraints,
-    TaintToleration,
 )
 from mrsched.core.framework.permit import PermitPlugin
 from mrsched.core.model import ClusterSnapshot, Placement
 from mrsched.core.policy import Policy
-
-#: Filters whose verdict reads only a pod's constraints and a node's taints, cordon and name: with none of
-#: those set, they pass every node (:meth:`Framework.feasible`'s fast path).
-_FIELD_FILTERS = (TaintToleration, NodeAffinity, NodeUnschedulable, Excluded)
 
 
 class Framework:
@@ -44,7 +38,7 @@ class Framework:
         self._any_constraint = (
             any(n.taints or n.unschedulable for n in nodes.values())
             or any(isinstance(f, Excluded) and f.nodes for f in self.filters)
-            or not all(isinstance(f, _FIELD_FILTERS) for f in self.filters)
+            or not all(isinstance(f, FIELD_FILTERS) for f in self.filters)
         )
         return self
 
