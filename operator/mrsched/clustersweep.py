@@ -1,4 +1,4 @@
-"""A sweep submitted to a Kubernetes cluster as one Indexed Job, for users who outgrow one machine (issue 24).
+"""A sweep submitted to a Kubernetes cluster as one Indexed Job, for users who outgrow one machine.
 
 Each completion index runs one planned run (policy x seed) of ``mrsched.simulator.run.run_scenario``'s plan:
 the Job controller gives the pod its index (``JOB_COMPLETION_INDEX``), the pod reads the plan from a shared

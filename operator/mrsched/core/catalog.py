@@ -19,7 +19,7 @@ from mrsched.core.physics import NodeCapability, TaskDemand
 
 TaskType = Literal["map", "reduce"]
 
-#: Where each numeric default of the models below comes from (issue 19: code defaults are constants too), keyed
+#: Where each numeric default of the models below comes from (code defaults are constants too), keyed
 #: ``Model.alias`` and valued as a catalog entry's ``sources`` are (mrsched.core.provenance's kinds).
 #: tests/unit/project/test_constant_sources.py fails on a numeric default without an entry and on an entry naming none.
 #: ``PhysicsSpec.crossRackMBps`` defaults to None, which stands for a number (half the NIC, ``cross_rack_cost``).

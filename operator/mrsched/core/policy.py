@@ -60,7 +60,7 @@ class Policy(ABC):
     #: With no task to start in any job, a round of this policy places nothing and changes nothing in it: no
     #: random draw, no counter, no clock-driven state (its per-heartbeat work is all about pending tasks).
     #: Then :meth:`idle` is true and the simulator skips the round's call, with the same results: most of a
-    #: trace day's 2 million heartbeats find every task running or done (issue 24). Each policy that sets it
+    #: trace day's 2 million heartbeats find every task running or done. Each policy that sets it
     #: says why in a comment.
     idle_when_nothing_pending: ClassVar[bool] = False
 

@@ -1,4 +1,4 @@
-"""Where each constant comes from (issue 19): every number in the node and application catalogs and in a
+"""Where each constant comes from: every number in the node and application catalogs and in a
 scenario names its source, and a constant set from the result it is meant to reproduce is flagged as such.
 
 A catalog entry (a node class, an application) and a scenario carry a ``sources`` mapping from a dotted path

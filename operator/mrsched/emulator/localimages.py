@@ -1,5 +1,5 @@
 """Process mode runs a pod's container as a local process; for mrsched's own images that process is this
-installation's program, as the image's entrypoint would run it (issue 25: the chart's operator Deployment runs in
+installation's program, as the image's entrypoint would run it (the chart's operator Deployment runs in
 the local cluster). Other images run their container's command as written, as before."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a kubelet gives a pod's processes to reach the API (issue 25: the chart's operator runs in the local
+"""What a kubelet gives a pod's processes to reach the API (the chart's operator runs in the local
 cluster as in a real one): the projected ``kube-api-access`` volume that ServiceAccount admission adds to a pod,
 filled with a token bound to the pod (TokenRequest), the cluster's CA (the ``kube-root-ca.crt`` ConfigMap) and
 the namespace, and KUBERNETES_SERVICE_HOST/PORT naming the apiserver."""

@@ -1,4 +1,4 @@
-"""Whether a job could ever run on the cluster's worker nodes, and if not, why (issue 20, defect 6).
+"""Whether a job could ever run on the cluster's worker nodes, and if not, why.
 
 A spec can pass validation and still never run: a node selector that matches no worker, tolerations that no
 worker's taints allow, a task that requests more CPU or memory than any matching worker's allocatable. Such a

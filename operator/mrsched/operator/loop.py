@@ -58,7 +58,7 @@ __all__ = ["KUBE_DEFAULT", "OPERATOR_DEFAULTS", "RoundStats", "SchedulingLoop"]
 
 #: Options the operator gives a policy under what it is configured with. DARA's and diagnosis's Eq 4.16 search
 #: is exhaustive by default, as the thesis's, and exponential in the jobs running at once: on a shared cluster
-#: it is enumerated while it has at most 200,000 mixes and searched locally past that (issue 24; the whole SWIM
+#: it is enumerated while it has at most 200,000 mixes and searched locally past that (the whole SWIM
 #: day's DARA took 47-60 s a seed with it, seed 1 435 s at 4 million). ``policyOptions`` may set another limit
 #: or null.
 OPERATOR_DEFAULTS: dict[str, dict[str, object]] = {

@@ -52,7 +52,7 @@ def unbound_pods(config: OperatorConfig, jobs: list[tuple[JobState, Job]]) -> li
     """kube-default: a pod per pending task, left to kube-scheduler. Reduce pods come after slow-start and
     once no map pod of the job waits for a node (:func:`maps_all_bound`): kube-scheduler knows nothing of
     a reduce waiting for its maps, so reduce pods created at slow-start would take the nodes from the maps
-    they wait for (issue 49: seed 003's 22 jobs deadlocked so, 60 reduces on 60 cores)."""
+    they wait for (seed 003's 22 jobs deadlocked so, 60 reduces on 60 cores)."""
     pods = []
     for state, job in jobs:
         explanation = Explanation(KUBE_DEFAULT, 0.0, "placed by kube-scheduler (default schedulerName)")

@@ -41,7 +41,7 @@ What is ours, not the paper's:
 * ``state()`` keeps m_i, r_i per node, so that a restarted operator resumes from them instead of
   re-initialising.
 
-**On Kubernetes** [ours, issue 21]: Algorithm 1 decides m_i and r_i from CPU utilisation. By requests
+**On Kubernetes** [ours]: Algorithm 1 decides m_i and r_i from CPU utilisation. By requests
 its counts are a cap inside the node's allocatable (what the running pods leave binds as well), so it runs
 fewer tasks than the requests allow while U_i >= U*, never more.
 """

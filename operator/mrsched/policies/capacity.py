@@ -44,7 +44,7 @@
 * ``queueBy: user`` (our reading for multi-user papers that name users, not queues): every user is its own
   queue, with the capacities of ``capacities`` keyed by user, equal shares otherwise.
 
-**On Kubernetes** [ours, issue 21]: by requests the cluster's slots are every node's request capacity
+**On Kubernetes** [ours]: by requests the cluster's slots are every node's request capacity
 (``ClusterSnapshot.slot_total``), so a queue's capacity is its share of the tasks the cluster's allocatable
 holds, as YARN's CapacityScheduler shares resources (with one request size the two are the same share). A
 baseline: it decides no concurrency of its own.

@@ -26,7 +26,7 @@ are counted over the other nodes (A7); "rack data" = a pending map with a replic
 In the operator a scheduling round offers every node once; the nodes are shuffled first, as heartbeats arrive
 in random order (§1.4, "heartbeats arrive once per node per round in random order").
 
-**On Kubernetes** [ours, issue 21]: coupling decides when a job's reduces start and where (near its
+**On Kubernetes** [ours]: coupling decides when a job's reduces start and where (near its
 intermediate data), over Fair's map allocation. By requests maps and reduces draw on one allocatable: a reduce
 is launched only where its pod fits (``free_slots``), and concurrency is otherwise the requests'.
 """

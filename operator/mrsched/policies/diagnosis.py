@@ -30,10 +30,10 @@ would yield about the state:
   containers asked for 17-26 and made Table 4.3's workloads 10-50 % slower in simulation).
 * Recomputed only when the state is seen to change (§6.1.1): the detector fires, or a node's mean moved by
   more than ``recomputeShift`` since its x* was computed; and when an application arrives or leaves (DARA).
-  [Ours, issue 24] A recomputed x* is evaluated when a heartbeat first reads it, from the inputs and the
+  [Ours] A recomputed x* is evaluated when a heartbeat first reads it, from the inputs and the
   Monte Carlo draws taken when it was due: the same x* and random stream, without the cost of those
   overwritten unread (:meth:`Diagnosis._defer`).
-* ``exhaustiveLimit`` [ours, issue 24] is DARA's: past that many mixes the argmax (the prior's and the
+* ``exhaustiveLimit`` [ours] is DARA's: past that many mixes the argmax (the prior's and the
   belief's) is DARA's local search, over the same objective (the EIG bonus then scaled by the expected
   throughput's local maximum, the grid's maximum being unknown). A class's nodes share the prior's search and their
   grid's load terms within one recomputation.
@@ -42,7 +42,7 @@ would yield about the state:
 
 Everything else (profiling map, λ_j, dispatch toward x* with Alg 4.3.3/4.3.4, reduces by Fair) is DARA's.
 
-**On Kubernetes** [ours, issue 21]: as DARA's, the mix chosen under the belief keeps to the node's
+**On Kubernetes** [ours]: as DARA's, the mix chosen under the belief keeps to the node's
 cores by each application's CPU request as well as to its memory (``feasible_vectors``): a degraded node's
 belief lowers its mix below what its requests allow. ``shortestFirst`` and ``reuseProfiles`` are DARA's.
 """

@@ -39,7 +39,7 @@
   heartbeat). (Hadoop auto-computes both as soon as either is unset, java:202-212; here a delay that is set
   is kept.)
 
-**On Kubernetes** [ours, issue 21]: by requests a tracker's slots become the node's request capacity
+**On Kubernetes** [ours]: by requests a tracker's slots become the node's request capacity
 (``ClusterSnapshot.capacity``, for the load manager's cap) and a kind is rejected once what the running pods
 leave of the allocatable holds no more of it; a job whose pod does not fit is passed over. Fair decides no
 concurrency of its own: a baseline.
@@ -211,7 +211,7 @@ class Fair(Configured[FairConfig], SlotPolicy):
 
     def idle(self, snapshot: ClusterSnapshot) -> bool:
         """With no task to start and no job skipped on a heartbeat (:meth:`heartbeat_unobserved`), a heartbeat
-        places nothing and changes nothing a later one reads: the simulator may skip it (issue 24)."""
+        places nothing and changes nothing a later one reads: the simulator may skip it."""
         return snapshot.nothing_pending() and self.heartbeat_unobserved()
 
     def heartbeat_unobserved(self) -> bool:

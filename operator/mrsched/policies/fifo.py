@@ -21,7 +21,7 @@ On a node's heartbeat, as the source does:
   counting only jobs past slow-start, java:118-121); a job that cannot give one passes the turn to the next,
   unless the reduce padding is exceeded (java:243-248).
 
-**On Kubernetes** [ours, issue 21]: with concurrency by requests (the operator's default, a scenario's
+**On Kubernetes** [ours]: with concurrency by requests (the operator's default, a scenario's
 ``concurrency: requests``) a node's slots of a kind are the tasks of the smallest pending request its
 allocatable holds (``ClusterSnapshot.capacity``), the load factor is taken over those, and what every running
 pod leaves of the allocatable (maps and reduces share it) bounds each heartbeat too. Hadoop 1 decides nothing

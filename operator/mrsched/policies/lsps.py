@@ -28,7 +28,7 @@ Eq. (7) averages over all the user's current jobs (running + waiting), also thos
 deficit go to the user with the earliest current job. Like Hadoop's JobQueueTaskScheduler, every free slot of a
 heartbeat is filled (``assignMultiple``; false: at most one map and one reduce per heartbeat).
 
-**On Kubernetes** [ours, issue 21]: LsPS decides which user's and which job's tasks get a free place,
+**On Kubernetes** [ours]: LsPS decides which user's and which job's tasks get a free place,
 by job size; by requests the free places are what the node's allocatable holds (``free_slots``), the
 size-based order unchanged. It decides no concurrency of its own.
 """

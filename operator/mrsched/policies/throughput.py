@@ -32,7 +32,7 @@ precision, so the thesis' ``|Σ|`` is 4 × the true determinant; its threshold 0
 which is the default here (``detConvention: thesis``); ``true`` uses the true posterior determinant. The
 posterior itself (mean and covariance) is always the true one.
 
-**On Kubernetes** [ours, issue 21]: the thesis decides *where* each map goes (Alg 3.2.2's match of an
+**On Kubernetes** [ours]: the thesis decides *where* each map goes (Alg 3.2.2's match of an
 application's θd/θc to a node's κ) within fixed slots, never how many run. By requests how many is what the
 node's allocatable holds (a candidate node is one with room for a map's pod); the learned κ and θ then decide
 which application's map each free place gets, so a node's mix follows its capability.
@@ -389,7 +389,7 @@ class _Heartbeat:
     it is learned, its posterior mean, its design (:meth:`Throughput._design_precision`) and the machines that
     maximise its explore gain. A posterior changes only on an outcome, between heartbeats; a launched explore
     task changes its own app's design (:meth:`planned`). At 1,000 nodes and 200 jobs of one app, recomputing
-    these per job and per free slot cost 2 s per heartbeat (issue 24)."""
+    these per job and per free slot cost 2 s per heartbeat."""
 
     policy: Throughput
     snapshot: ClusterSnapshot

@@ -127,7 +127,7 @@ def discriminant(j: Capability, k: Capability) -> float:
 class CandidateSet:
     """The machines an app may explore on, with their observation features as arrays, so that Eq 3.33's gain
     of every machine is one numpy expression per design rather than a Python loop over the cluster (at 1,000
-    nodes and 200 exploring jobs that loop was the policy's whole cost: 2 s per heartbeat, issue 24).
+    nodes and 200 exploring jobs that loop was the policy's whole cost: 2 s per heartbeat).
 
     Row m holds ``v_m = (a_m2, −a_m1) = (1/κd, −1/κc)`` and the weight ``1/σm²``; the cluster's summed κc and κd
     are Alg 3.2.2's normalisers, summed in the candidates' order."""

@@ -1,5 +1,5 @@
 """Lower bounds on a workload's makespan and mean job time: no schedule, under any policy of a placement mode, does
-better (issue 49: tight, and still bounds)."""
+better (tight, and still bounds)."""
 
 from __future__ import annotations
 

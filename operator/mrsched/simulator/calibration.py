@@ -1,4 +1,4 @@
-"""Fit application profiles and a machine's contention constants to measured task times (issue 19).
+"""Fit application profiles and a machine's contention constants to measured task times.
 
 Why this exists: the physics (:mod:`mrsched.core.physics`) decides which policy wins, so its parameters must
 come from our own workers measured on a real machine, not from the paper figures they are meant to reproduce.

@@ -1,4 +1,4 @@
-"""Where a task's bytes come from and what moving them costs: the simulator's data paths (issue 19).
+"""Where a task's bytes come from and what moving them costs: the simulator's data paths.
 
 A map reads its split from the local disk when a replica is on its node, otherwise over the network: at the
 NIC's bandwidth from a node of its rack, at the rack uplink's share (``crossRackMBps`` of the node class,

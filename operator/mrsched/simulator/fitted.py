@@ -1,4 +1,4 @@
-"""Which target-fitted constants a scenario's results rest on (issue 19), and how a summary's verdict reads then.
+"""Which target-fitted constants a scenario's results rest on, and how a summary's verdict reads then.
 
 A constant flagged ``target-fitted:`` (mrsched.core.provenance) was set from the very result it should
 reproduce, so a result resting on it is never reported as reproduced. A scenario's results rest on its own

@@ -1,4 +1,4 @@
-"""Parity of offline inputs (issue 49): what one policy of a comparison is given before the run, every policy of
+"""Parity of offline inputs: what one policy of a comparison is given before the run, every policy of
 it that can use the same input is given too, or the comparison says who lacks it.
 
 An offline input is an option learned outside the workload and handed to the policy at the start: DARA's

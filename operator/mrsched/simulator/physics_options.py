@@ -98,7 +98,7 @@ class PhysicsOptions(_Strict):
 
 
 class PhysicsVariant(_Strict):
-    """A physics other than the measured one, for a sensitivity run (issue 49): each departure is an assumption
+    """A physics other than the measured one, for a sensitivity run: each departure is an assumption
     the run states (``reason``, required when one is set). Off by default.
 
     * ``cpuHeavyThreads``: the runnable threads of a task whose CPU work is at least its disk work (its JVM's

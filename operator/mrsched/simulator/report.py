@@ -336,7 +336,7 @@ def plots(summary: dict[str, Any], first_seed: dict[str, SimulationResult], out:
 
 #: Above this many jobs in a run, each policy's per-job records (its first seed's) leave results.json for
 #: :data:`JOBS_FILE`: the whole SWIM day's 5,894 jobs under 12 policies made results.json over 10 MB per mode,
-#: and bench/results/ is committed (issue 24). results.json keeps every aggregate.
+#: and bench/results/ is committed. results.json keeps every aggregate.
 JOBS_INLINE_MAX = 1000
 #: The per-job records of a large run, ``{policy: [job, ...]}``, gzip-compressed JSON.
 JOBS_FILE = "jobs.json.gz"

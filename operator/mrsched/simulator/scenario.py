@@ -66,7 +66,7 @@ class _Strict(BaseModel):
 #: among them: with one queue it orders jobs as FIFO does, so a scenario lists it where it configures queues.
 DEFAULT_POLICIES = ("fifo", "fair", "kube-default", "greedy-informed")
 
-#: Where each numeric default of the models below comes from (issue 19: code defaults are constants too), keyed
+#: Where each numeric default of the models below comes from (code defaults are constants too), keyed
 #: ``Model.alias`` and valued as a scenario's ``sources`` are (mrsched.core.provenance's kinds).
 #: tests/unit/project/test_constant_sources.py fails on a numeric default without an entry and on an entry naming none.
 DEFAULT_SOURCES: dict[str, str] = {
@@ -223,7 +223,7 @@ class ClusterSpec(_Strict):
     #: a node takes pods while their requests (``cpuRequest``, ``memoryRequestMB``) fit its cores and memory,
     #: maps and reduces from one allocatable, and a policy may run fewer; the slot settings are then unused.
     concurrency: Concurrency = "slots"
-    #: The measured physics (issue 19), every switch on unless the scenario turns one off and says why.
+    #: The measured physics, every switch on unless the scenario turns one off and says why.
     physics: PhysicsOptions = Field(default_factory=lambda: PhysicsOptions())
     #: A sensitivity variant of the physics (none by default).
     variant: PhysicsVariant = Field(default_factory=lambda: PhysicsVariant())

@@ -1,4 +1,4 @@
-"""Work a task attempt causes beside its own process, run on the NodeModels as tasks of their own (issue 19):
+"""Work a task attempt causes beside its own process, run on the NodeModels as tasks of their own:
 
 * with ``cluster.physics.shuffleWhileMapsRun``, a reduce placed before its job's maps are done starts up at
   once (its start-up Ω a side flow on its node) and then copies the maps' output as it learns of them (a

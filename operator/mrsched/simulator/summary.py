@@ -86,7 +86,7 @@ def summarise(result: SimulationResult) -> dict[str, Any]:
 class _LoadTrace:
     """The policy's metrics trace (load1/cores per node, in time order) indexed for per-job windows: a job's
     points are found by bisection in each node's series, where a scan of every point per job took hours for
-    the SWIM day's 5,894 jobs (issue 24). The mean is an exact sum (``math.fsum``, as ``statistics.fmean``)."""
+    the SWIM day's 5,894 jobs. The mean is an exact sum (``math.fsum``, as ``statistics.fmean``)."""
 
     def __init__(self, trace: dict[str, list[tuple[float, float, float | None]]]) -> None:
         self.series = [([p[0] for p in points], [p[1] for p in points]) for points in trace.values()]
@@ -138,7 +138,7 @@ def mean_over(runs: list[dict[str, Any]], key: str) -> float:
 
 
 def physics_label(cluster: ClusterSpec) -> dict[str, Any]:
-    """Which physics a run had, as results.json records it (every result says, issue 49): the switches on and
+    """Which physics a run had, as results.json records it (every result says): the switches on and
     off (any off with its reason), the stragglers when any, and which policies ran speculative execution."""
     physics = cluster.physics
     label: dict[str, Any] = {

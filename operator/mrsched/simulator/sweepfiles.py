@@ -1,4 +1,4 @@
-"""A sweep's runs as files on a shared volume, so that each can run in a pod of its own (issue 24: a sweep that
+"""A sweep's runs as files on a shared volume, so that each can run in a pod of its own (a sweep that
 outgrows one machine goes to a cluster as an Indexed Job, ``mrsched.clustersweep``).
 
 The sweep's directory holds ``plan.pkl`` (the planned runs, in the order the summary gathers them), a copy of

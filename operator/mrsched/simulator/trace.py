@@ -1,4 +1,4 @@
-"""A run's trace, to explain a result from what happened in it (issue 49): no cause in a report without the
+"""A run's trace, to explain a result from what happened in it: no cause in a report without the
 figure that shows it.
 
 :class:`RunTrace` follows a kubernetes-mode simulation round by round. Every change of what runs happens at an

@@ -54,8 +54,8 @@ class NodeCapability:
     oom_ratio: float = 1.5
     #: The share of start-up Ω that is CPU work and competes for cores like it (measured: our workers' start-up
     #: is all CPU work, 0.17 s wall = 0.17 CPU-s, `make calibrate`); the rest is waiting, which every task does in
-    #: parallel. 0: Ω is a free delay, which a policy that knows it exploits by running more tasks than cores
-    #: (issue 19). A class sets its own where a paper's baseline figure says otherwise (dara-8core).
+    #: parallel. 0: Ω is a free delay, which a policy that knows it exploits by running more tasks than cores.
+    #: A class sets its own where a paper's baseline figure says otherwise (dara-8core).
     overhead_cpu_share: float = 1.0
     #: Stragglers (heavy-tailed slow attempts, beyond the log-normal noise): the chance that an attempt is one,
     #: and its slowdown, Pareto with this shape (scale 1) capped at ``straggler_max``. Off (0) unless a

@@ -62,7 +62,7 @@ Readings and approximations (the thesis is silent or the simulator differs):
 * The search bounds each x_j by the memory cap and by ``boundFactor`` × the single-application optimum
   sqrt(λ_j/K_j) (+2), K_j = c α_c R_c² + d α_d R_d² (digest §4.1.5/4.1.6). This is an approximation: the
   argmax equals plain enumeration whenever the optimum lies inside the bound.
-* [Ours, issue 24] The enumeration grows exponentially with the applications mixed (WL14's five already reach
+* [Ours] The enumeration grows exponentially with the applications mixed (WL14's five already reach
   two million vectors; a whole SWIM day mixes dozens of jobs). ``exhaustiveLimit`` (unset: none, the thesis's
   search) caps it: past that many vectors x* comes from a local search (``search.local_search``), and the
   placement's explanation says so. Its gap where both run: bench/results/dara-search-gap.txt. The operator
@@ -70,7 +70,7 @@ Readings and approximations (the thesis is silent or the simulator differs):
 * Reduces stay with the FairScheduler that DARA extends (the composed Fair policy's order, one per
   heartbeat), as DARA optimises maps only.
 
-**On Kubernetes** [ours, issue 21]: chapter 4 decides each node's mix x* (how many containers of each
+**On Kubernetes** [ours]: chapter 4 decides each node's mix x* (how many containers of each
 application) under the memory cap of §4.3.1. By requests the mix also keeps to the node's cores by each
 application's CPU request (:func:`feasible_vectors`), so x* is a mix the kubelet admits, and the node runs x*'s
 sum: fewer than its requests allow wherever Eq 4.12 predicts that one more container lowers its throughput.
@@ -78,7 +78,7 @@ The mix is over every running job, as the thesis's; ``shortestFirst`` (ours, off
 to scenarios it was not chosen on, :meth:`Dara._window`) mixes only the jobs with the least work left.
 ``reuseProfiles`` (ours, on by requests): a job of an application measured earlier in the run starts from its
 θ and λ with no profiling map of its own, as a restarted operator's jobs start from saved state (the thesis
-profiles every YARN application, i.e. job). Measured (issue 21): seed 003's 22 jobs' mean job time 164 -> 158
+profiles every YARN application, i.e. job). Measured: seed 003's 22 jobs' mean job time 164 -> 158
 s, three generations' 33.9 -> 30.2 s, no held-out scenario longer. Mixing by application name instead (one x*
 per application, its earliest job served first) shortened seed 003's to 137 s but lengthened WL13's 1246 ->
 1407 s and 4 of the 18 held-out scenarios': not built.

@@ -27,14 +27,14 @@ class DaraConfig(PolicyConfig):
     #: [Ours] Observations between refits on a cluster of up to ``refitNodes`` nodes (one when a job has no λ
     #: yet). A larger cluster waits for proportionally more (``Dara._refit_due``): its observations arrive in
     #: proportion to its nodes, so the refit keeps one rate per simulated second at any size instead of growing
-    #: with the cluster (issue 24: at 1,000 nodes the refits were 21 % of DARA's day, 37,000 fits against 3,400
+    #: with the cluster (at 1,000 nodes the refits were 21 % of DARA's day, 37,000 fits against 3,400
     #: at 100). The thesis fits π^M offline once (§4.2.3), so any online cadence is ours.
     refit_every: int = Field(25, alias="refitEvery", ge=1)
     refit_nodes: int = Field(100, alias="refitNodes", ge=1)
     window: int = Field(3000, ge=10)  # observations kept for the fit
     bound_factor: float = Field(2.0, alias="boundFactor", gt=0)
     max_per_app: int = Field(64, alias="maxPerApp", ge=1)
-    #: [Ours, issue 24] None: Eq 4.16 is searched exhaustively, as the thesis does. A number: exhaustively while
+    #: [Ours] None: Eq 4.16 is searched exhaustively, as the thesis does. A number: exhaustively while
     #: there are at most this many mixes to enumerate, by a local search past it (``search.local_search``;
     #: its gap to the exhaustive argmax: bench/results/dara-search-gap.txt), since the count grows exponentially
     #: with the jobs at once (a whole SWIM day: 4 million mixes cost DARA 435 s, 200,000 cost 47-60 s a seed).
@@ -51,12 +51,12 @@ class DaraConfig(PolicyConfig):
     lambda_from: Literal["profile", "fit"] = Field("profile", alias="lambdaFrom")
     # Alg 4.3.3 launches one task per request (heartbeat); true fills the node to Σ x* at once.
     assign_multiple: bool = Field(False, alias="assignMultiple")
-    #: On by-requests nodes (Kubernetes) [ours, issue 21, an experiment, off]: mix only the jobs with the least
+    #: On by-requests nodes (Kubernetes) [ours, an experiment, off]: mix only the jobs with the least
     #: work left that fill the cluster, the others joining as they run down. See ``Dara._window``.
     shortest_first: bool = Field(False, alias="shortestFirst")
     #: A job of an application whose λ was measured earlier in this run starts from that θ and λ, with no
     #: profiling map of its own, as one of a saved application does after a restart (``Dara._adopt_saved``).
-    #: Unset: on where nodes are by requests (Kubernetes) [ours, issue 21], off with slots (the thesis profiles
+    #: Unset: on where nodes are by requests (Kubernetes) [ours], off with slots (the thesis profiles
     #: every YARN application, i.e. job, Alg 4.3.1).
     reuse_profiles: bool | None = Field(None, alias="reuseProfiles")
     # While an application's first map is being measured, let the FairScheduler start more of its maps in

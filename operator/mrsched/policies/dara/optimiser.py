@@ -202,7 +202,7 @@ class DaraOptimiser(DaraState):
         nodes with ``shortestFirst``, where only those with the least work left, in that order, until their maps
         still to start fill the cluster's map capacity by requests (:meth:`ClusterSnapshot.slot_total`).
 
-        Why [ours, issue 21]: x* (Eq 4.16) maximises each node's throughput and so shares every node among every
+        Why [ours]: x* (Eq 4.16) maximises each node's throughput and so shares every node among every
         job, lengthening each; kube-scheduler's queue runs the first jobs' pods first. Shortest remaining
         processing time first is the order that minimises mean response time on one server (Schrage, 1968);
         a job's work left is read as its maps still to start times λ_j (Eq 4.12's unloaded map time; the median

@@ -74,7 +74,7 @@ class Dara(DaraOptimiser):
         if self.fair.idle(snapshot):
             # Nothing to start: the steps below would place nothing, and their only effect, the composed Fair's
             # heartbeat time (Fair.heartbeat_unobserved), is not read: 69 % of the heartbeats of the SWIM
-            # day (seed 1, issue 24). The refit and x* above, and the clocks' ∫ dt steps, stay per heartbeat.
+            # day (seed 1). The refit and x* above, and the clocks' ∫ dt steps, stay per heartbeat.
             return []
         if node not in self._optimal:  # no fitted model for this node's class yet: the FairScheduler decides
             return self._delegate(snapshot, node, clock, "load model not fitted for this node class")

@@ -1,7 +1,7 @@
 """COMPUTE_OPTIMAL_ASSIGNMENT (seed 002, Gupta thesis, Eq 4.16): each node's mix x*, the container count per
 application that maximises the node's predicted throughput (Eq 4.9 with Eq 4.12's task times) under its memory
 cap. The thesis enumerates every feasible vector (:func:`feasible_vectors`); the count grows exponentially with
-the applications mixed, so past a limit [ours, issue 24] a local search stands in (:func:`local_search`),
+the applications mixed, so past a limit [ours] a local search stands in (:func:`local_search`),
 measured against the enumeration by bench/dara_search_gap.py."""
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ def local_search(
     cpu: Vector | None = None,
     cores: float = math.inf,
 ) -> tuple[int, ...]:
-    """[Ours, issue 24] Steepest ascent of ``value`` over the vectors :func:`feasible_vectors` would enumerate,
+    """[Ours] Steepest ascent of ``value`` over the vectors :func:`feasible_vectors` would enumerate,
     for mixes of too many applications to enumerate (the count grows exponentially with them: a whole SWIM
     day runs dozens of jobs at once). Each step takes the best neighbour — one container more of any
     application, one fewer of any held, or one of a held application exchanged for 1 to :data:`EXCHANGE` of

@@ -1,5 +1,5 @@
 """DARA's sliding window of observations (seed 002 §4.2.3: the least squares refitted online) kept as arrays, so
-that a refit reads the window's columns instead of rebuilding them from every observation (issue 24: on a whole
+that a refit reads the window's columns instead of rebuilding them from every observation (on a whole
 SWIM day DARA refits about 7,000 times, once per arriving job, over 3,000 observations each)."""
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ underloaded node is the one state in which one task cannot be the cause of an ov
 Accuracy (Fig. 10): the fraction of judged decisions whose prediction was confirmed by the overload rule
 (*good* and no overload; an exploration's *bad* and an overload), reported per window of 250 decisions.
 
-**On Kubernetes** [ours, issue 21]: the paper decides one task per heartbeat by the classifier and
+**On Kubernetes** [ours]: the paper decides one task per heartbeat by the classifier and
 knows no slots: the overload rule is its only concurrency limit. By requests a candidate is offered only
 where its pod fits what the node has left, so the classifier decides how far below the requests a node runs.
 """
