@@ -5,12 +5,10 @@ it unchanged when no plugin says otherwise."""
 from __future__ import annotations
 
 from mrsched.core.framework import (
-    Excluded,
     Framework,
     NodeView,
     OneMapPerRound,
     PodConstraints,
-    TaintToleration,
 )
 from mrsched.core.model import ClusterSnapshot
 from mrsched.policies import make_policy
@@ -43,11 +41,6 @@ def test_feasible_nodes_pass_every_filter_and_none_means_all() -> None:
     assert framework.feasible(tolerant) == {"n0", "n1", "n2"}
     plain = Framework().for_nodes({"a": NodeView("a"), "b": NodeView("b")})
     assert plain.feasible(PodConstraints()) is None  # nothing to filter: Job.nodes stays None
-    probing = Framework((TaintToleration(), Excluded(frozenset({"a"}), "node is being probed"))).for_nodes(
-        {"a": NodeView("a"), "b": NodeView("b")}
-    )
-    assert probing.feasible(PodConstraints()) == {"b"}
-    assert probing.reasons(PodConstraints(), NodeView("a")) == ["node is being probed"]
 
 
 def test_a_refused_placement_is_unreserved_and_the_rest_bound() -> None:

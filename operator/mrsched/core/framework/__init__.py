@@ -2,7 +2,7 @@
 and the simulator both call it):
 
 - **Filter** (:mod:`.filters`): Kubernetes' own rules decide which nodes may take a job's pods (taints and
-  tolerations, node selectors, unschedulable nodes, nodes our own cool-downs exclude) before any policy looks:
+  tolerations, node selectors, unschedulable nodes) before any policy looks:
   :meth:`Framework.feasible` sets :attr:`~mrsched.core.model.Job.nodes`, which
   :meth:`~mrsched.core.model.ClusterSnapshot.fits` enforces with NodeResourcesFit's request check.
 - **Queue sort and Score**: the policy's (:meth:`~mrsched.core.policy.Policy.schedule_round`): which job or task
@@ -16,7 +16,6 @@ and the simulator both call it):
 
 from mrsched.core.framework.filters import (
     DEFAULT_FILTERS,
-    Excluded,
     FilterPlugin,
     NodeAffinity,
     NodeUnschedulable,
@@ -29,7 +28,6 @@ from mrsched.core.framework.permit import OneMapPerRound, PermitPlugin
 
 __all__ = [
     "DEFAULT_FILTERS",
-    "Excluded",
     "FilterPlugin",
     "Framework",
     "NodeAffinity",

@@ -1,5 +1,6 @@
 """Filter plugins: Kubernetes' rules for which nodes may take a pod (kube-scheduler's TaintToleration,
-NodeAffinity, NodeUnschedulable), and our own exclusions, each answering with kube-scheduler's kind of reason.
+NodeAffinity, NodeUnschedulable), each answering with kube-scheduler's kind of reason. (Nodes our own rules
+keep out of a round, those being probed or whose kubelet refused a pod, are not offered at all.)
 
 They read a :class:`NodeView` (a node as the API shows it) and a job's :class:`PodConstraints`: the operator
 makes both from the Node objects and the MapReduceJob, the simulator from its scenario (nodes without taints
@@ -77,20 +78,8 @@ class NodeUnschedulable:
         return "node(s) were unschedulable" if node.unschedulable else None
 
 
-@dataclass(frozen=True)
-class Excluded:
-    """Nodes our own rules keep out of this round, with the reason (probing, a kubelet's refusal cool-down)."""
-
-    nodes: frozenset[str]
-    reason: str
-    name: str = "Excluded"
-
-    def filter(self, pod: PodConstraints, node: NodeView) -> str | None:
-        return self.reason if node.name in self.nodes else None
-
-
 DEFAULT_FILTERS: tuple[FilterPlugin, ...] = (NodeUnschedulable(), TaintToleration(), NodeAffinity())
 
 #: Filters whose verdict reads only a pod's constraints and a node's taints, cordon and name: with none of
 #: those set, they pass every node (Framework.feasible's fast path).
-FIELD_FILTERS = (TaintToleration, NodeAffinity, NodeUnschedulable, Excluded)
+FIELD_FILTERS = (TaintToleration, NodeAffinity, NodeUnschedulable)

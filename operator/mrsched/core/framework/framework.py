@@ -8,7 +8,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from mrsched.core.framework.filters import (
     DEFAULT_FILTERS,
     FIELD_FILTERS,
-    Excluded,
     FilterPlugin,
     NodeView,
     PodConstraints,
@@ -35,10 +34,8 @@ class Framework:
         """This round's nodes (the cycle's node snapshot): filter results of an earlier round are dropped."""
         self._nodes = nodes
         self._feasible = {}
-        self._any_constraint = (
-            any(n.taints or n.unschedulable for n in nodes.values())
-            or any(isinstance(f, Excluded) and f.nodes for f in self.filters)
-            or not all(isinstance(f, FIELD_FILTERS) for f in self.filters)
+        self._any_constraint = any(n.taints or n.unschedulable for n in nodes.values()) or not all(
+            isinstance(f, FIELD_FILTERS) for f in self.filters
         )
         return self
 
