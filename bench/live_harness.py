@@ -22,8 +22,8 @@ from kubernetes.client.exceptions import ApiException
 from mrsched.core.catalog import ClusterLayout, NodeGroup
 from mrsched.localcluster.cluster import EmulatorHandle, LocalCluster
 from mrsched.localcluster.toolchain import Toolchain
-from mrsched.operator.jobspec import API_GROUP, API_VERSION
-from mrsched.operator.kubeclient import api_client
+from mrsched.operator.kube.kubeclient import api_client
+from mrsched.operator.model.jobspec import API_GROUP, API_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
 GIB = 1 << 30

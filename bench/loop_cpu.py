@@ -26,10 +26,10 @@ sys.path.insert(0, str(REPO / "tests" / "unit"))
 
 from test_loop_incremental import T0, MemoryApi, job, node  # noqa: E402
 
-from mrsched.operator.config import OperatorConfig  # noqa: E402
-from mrsched.operator.gcsettings import tune_gc  # noqa: E402
-from mrsched.operator.kubeapi import ClusterApi  # noqa: E402
-from mrsched.operator.loop import SchedulingLoop  # noqa: E402
+from mrsched.operator.kube.kubeapi import ClusterApi  # noqa: E402
+from mrsched.operator.model.config import OperatorConfig  # noqa: E402
+from mrsched.operator.model.gcsettings import tune_gc  # noqa: E402
+from mrsched.operator.scheduling.loop import SchedulingLoop  # noqa: E402
 
 IDLE_ROUNDS = 8
 
@@ -89,7 +89,7 @@ def main() -> None:
     parser.add_argument("--policies", default="fifo,fair,diagnosis")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    tune_gc()  # as the operator's process does (mrsched.operator.gcsettings)
+    tune_gc()  # as the operator's process does (mrsched.operator.model.gcsettings)
     lines = [
         "# The scheduling loop's own CPU per pod placed, over an in-memory API (no apiserver, no HTTP)",
         f"# command: .venv/bin/python bench/loop_cpu.py {' '.join(sys.argv[1:])}".rstrip(),

@@ -51,12 +51,12 @@ from kubernetes import client
 from mrsched.emulator.kube import KubeClient
 from mrsched.localcluster.cluster import LocalCluster
 from mrsched.localcluster.toolchain import Toolchain
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.jobspec import API_GROUP, API_VERSION, PLURAL
-from mrsched.operator.kubeapi import ClusterApi
-from mrsched.operator.kubeclient import api_client
-from mrsched.operator.loop import SchedulingLoop
-from mrsched.operator.metrics import OperatorMetrics
+from mrsched.operator.kube.kubeapi import ClusterApi
+from mrsched.operator.kube.kubeclient import api_client
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.jobspec import API_GROUP, API_VERSION, PLURAL
+from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.scheduling.loop import SchedulingLoop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from live_harness import LiveBench, common_arguments, machine, pct, wordcount_job
@@ -515,7 +515,7 @@ def format_report(
         return f"{r.scenario.name}/w{r.workers}"
 
     lines = [
-        "# Operator placement: mrsched.operator.loop.SchedulingLoop on the real local kube-apiserver",
+        "# Operator placement: mrsched.operator.scheduling.loop.SchedulingLoop on the real local kube-apiserver",
         f"# machine: {machine()}",
         f"# control plane: {versions} (kwokctl binary runtime), Prometheus, the node emulator and the loop: "
         "all on the same cores",

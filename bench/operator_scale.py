@@ -61,15 +61,15 @@ from kubernetes.client.exceptions import ApiException
 from mrsched.localcluster.cluster import LocalCluster
 from mrsched.localcluster.dataclaim import data_claim_manifests
 from mrsched.localcluster.toolchain import Toolchain
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.gcsettings import tune_gc
-from mrsched.operator.jobspec import API_GROUP, API_VERSION, PLURAL, JobSpec
-from mrsched.operator.kubeapi import ClusterApi
-from mrsched.operator.kubeclient import api_client
-from mrsched.operator.loop import SchedulingLoop
-from mrsched.operator.metrics import OperatorMetrics
-from mrsched.operator.pods import task_pod
-from mrsched.operator.watchcache import WatchedList
+from mrsched.operator.kube.kubeapi import ClusterApi
+from mrsched.operator.kube.kubeclient import api_client
+from mrsched.operator.kube.watchcache import WatchedList
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.gcsettings import tune_gc
+from mrsched.operator.model.jobspec import API_GROUP, API_VERSION, PLURAL, JobSpec
+from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.pods import task_pod
+from mrsched.operator.scheduling.loop import SchedulingLoop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from live_harness import LiveBench, common_arguments, machine, pct, wordcount_job
@@ -419,7 +419,7 @@ def report(args: argparse.Namespace, registered: float, runs: list[dict[str, Any
         "# cpu ms/pod: this whole process's CPU while placing (the loop, its write pool's API round trips, the "
         "watch threads); loop ms/pod: the loop thread's own (aim <= 1 ms)",
         "# skipped: idle rounds in which the policy was not asked (no task to start, nothing changed: "
-        "operator/mrsched/operator/quiet.py)",
+        "operator/mrsched/operator/scheduling/quiet.py)",
     ]
     return "\n".join(lines)
 

@@ -40,7 +40,7 @@ from mrsched.emulator.podstate import loopback_twin
 from mrsched.localcluster.cluster import EmulatorHandle, LocalCluster
 from mrsched.localcluster.dataclaim import DATA_CLAIM, data_claim_manifests
 from mrsched.localcluster.toolchain import Toolchain
-from mrsched.operator.pods import PLACEMENT_ANNOTATION, TRACKING_FINALIZER
+from mrsched.operator.model.pods import PLACEMENT_ANNOTATION, TRACKING_FINALIZER
 
 EXAMPLES = REPO / "manifests" / "examples"
 README_COMMANDS = readme_commands(REPO / "README.md")
@@ -92,7 +92,7 @@ def user(
         claim = home / "data-claim.yaml"
         claim.write_text(yaml.safe_dump_all(data_claim_manifests(JOBS_NAMESPACE)))
         shell(f"kubectl apply -f {claim}")
-        # A job namespace sees its own directory of the claim (mrsched.operator.pods: subPath namespaces/<ns>).
+        # A job namespace sees its own directory of the claim (mrsched.operator.model.pods: subPath namespaces/<ns>).
         yield User(shell, home / "volumes" / "data" / "namespaces" / JOBS_NAMESPACE, home, local_cluster)
     finally:
         _clean_up(shell, local_cluster, emulator)

@@ -28,7 +28,7 @@ from mrsched.core.catalog import ClusterLayout, NodeGroup
 from mrsched.localcluster.cluster import EmulatorHandle, LocalCluster, reap_abandoned
 from mrsched.localcluster.dataclaim import data_claim_manifests
 from mrsched.localcluster.toolchain import Toolchain, cache_dir
-from mrsched.operator.pods import TRACKING_FINALIZER
+from mrsched.operator.model.pods import TRACKING_FINALIZER
 from tests.chart.helmtool import Helm
 from tests.kubehelpers import Kube
 

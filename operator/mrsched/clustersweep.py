@@ -22,7 +22,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from mrsched import __version__
-from mrsched.operator.kubeclient import api_client
+from mrsched.operator.kube.kubeclient import api_client
 from mrsched.simulator.run import Executor, PlannedRun, RunOutput
 from mrsched.simulator.sweepfiles import OUTPUTS, read_output, write_plan
 

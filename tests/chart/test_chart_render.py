@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mrsched.operator.config import OperatorConfig
+from mrsched.operator.model.config import OperatorConfig
 from mrsched.policies import policy_names
 from tests.chart.helmtool import (
     CHART,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mrsched.localcluster.cluster import LocalCluster
-from mrsched.operator.pods import parse_time
+from mrsched.operator.model.pods import parse_time
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube
 from tests.operatorhelpers import apply, apply_crds, job_manifest, start_operator, task_pods, wait_phase

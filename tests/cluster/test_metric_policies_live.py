@@ -19,7 +19,7 @@ from mrsched.localcluster.cluster import LocalCluster
 from mrsched.localcluster.ports import free_port
 from mrsched.localcluster.prometheus import PrometheusServer, start_prometheus, stop_prometheus
 from mrsched.localcluster.toolchain import Toolchain
-from mrsched.operator.nodemetrics import MetricsSettings, NodeMetricsSource, prometheus_query
+from mrsched.operator.model.nodemetrics import MetricsSettings, NodeMetricsSource, prometheus_query
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube, wait_for
 from tests.operatorhelpers import (

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from mrsched.operator.health import TAINT_KEY
-from mrsched.operator.pods import PLACEMENT_ANNOTATION as PLACEMENT
+from mrsched.operator.learning.health import TAINT_KEY
+from mrsched.operator.model.pods import PLACEMENT_ANNOTATION as PLACEMENT
 from tests.cluster.test_metric_policies_live import gauge, node_events
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube, wait_for

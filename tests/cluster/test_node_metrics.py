@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mrsched.localcluster.cluster import LocalCluster
 from mrsched.localcluster.ports import free_port
-from mrsched.operator.nodemetrics import MetricsSettings, NodeMetricsSource, prometheus_query
+from mrsched.operator.model.nodemetrics import MetricsSettings, NodeMetricsSource, prometheus_query
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube, wait_for
 from tests.operatorhelpers import apply_crds, start_operator

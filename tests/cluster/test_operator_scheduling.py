@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from mrsched.operator.jobspec import parse_cpu, parse_memory_mb
-from mrsched.operator.pods import parse_time
+from mrsched.operator.model.jobspec import parse_cpu, parse_memory_mb
+from mrsched.operator.model.pods import parse_time
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube, phase_in, task_pod, wait_for
 from tests.operatorhelpers import (

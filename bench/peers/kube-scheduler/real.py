@@ -18,7 +18,7 @@ from replay import Placed, Real, _created_at, _groups
 
 from mrsched.localcluster.controlplane import start_control_plane, stop_control_plane
 from mrsched.localcluster.toolchain import Toolchain
-from mrsched.operator.kubeclient import api_client
+from mrsched.operator.kube.kubeclient import api_client
 
 NAMESPACE = "peer"
 

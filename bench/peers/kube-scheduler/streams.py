@@ -4,7 +4,8 @@
 
 A stream is what the operator hands kube-scheduler for kube-default jobs: nodes of several sizes; pods, each
 with its requests, priority and how long it runs once bound; created at a time (a job's map pods when the job
-arrives) or once every pod of a group is bound (``after``: a job's reduce pods, operator/unbound.py:unbound_pods).
+arrives) or once every pod of a group is bound (``after``: a job's reduce pods,
+operator/scheduling/unbound.py:unbound_pods).
 Every stream asks for more than the nodes hold at once, so pods fit nowhere for a while and wait, fail and
 back off in kube-scheduler's queue. Sizes and times are drawn from a seeded generator: the same files each time.
 """

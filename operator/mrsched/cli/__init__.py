@@ -1,7 +1,7 @@
 """The ``mrsched`` command (the console script and ``python -m mrsched``): :func:`main`.
 
 ``parser`` builds the subcommands' parsers (its docstring is ``mrsched --help``'s), ``commands`` runs them, and
-``operator_flags`` makes ``mrsched run``'s operator flags from :class:`~mrsched.operator.config.OperatorConfig`.
+``operator_flags`` makes ``mrsched run``'s operator flags from :class:`~mrsched.operator.model.config.OperatorConfig`.
 """
 
 from __future__ import annotations

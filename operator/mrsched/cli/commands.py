@@ -81,7 +81,7 @@ def cluster_clear_faults(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """``mrsched run``: the operator, configured by its flags, else ``MRSCHED_*`` variables, else defaults."""
-    from mrsched.operator.main import run_operator
+    from mrsched.operator.process.main import run_operator
 
     run_operator(
         operator_config(args),

@@ -24,7 +24,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic.fields import FieldInfo
 
-from mrsched.operator.config import OperatorConfig
+from mrsched.operator.model.config import OperatorConfig
 
 
 def _queries(pairs: list[str]) -> dict[str, str]:

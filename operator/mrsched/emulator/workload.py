@@ -44,7 +44,7 @@ PROBE_KIND_ENV = "MRSCHED_PROBE_KIND"
 PROBE_SCALE_ENV = "MRSCHED_PROBE_SCALE"
 WAIT_FOR_MAPS_ENV = "MRSCHED_WAIT_FOR_MAPS"
 MAPS_ENV = "MRSCHED_MAPS"
-#: The labels the operator puts on task pods (``mrsched.operator.pods``, a layer above; a test keeps them equal).
+#: The labels the operator puts on task pods (``mrsched.operator.model.pods``, a layer above; a test keeps them equal).
 JOB_UID_LABEL = "mrsched.dev/job-uid"
 TYPE_LABEL = "mrsched.dev/task-type"
 INDEX_LABEL = "mrsched.dev/task-index"

@@ -24,7 +24,7 @@ before each γ update the belief goes through chapter 6's random walk ``Π^{t+1}
 Alg 5.3.1 incrementally, one finished map at a time, and turns the γ posterior into a verdict per node.
 
 Readings where the thesis is silent ([R], digest gupta-thesis.md §5.1.3 and I6-2) are the documented fields of
-:class:`MonitorConfig`. Pure and synchronous: no Kubernetes here (the edge is :mod:`mrsched.operator.health`).
+:class:`MonitorConfig`. Pure and synchronous: no Kubernetes here (the edge is :mod:`mrsched.operator.learning.health`).
 """
 
 from mrsched.health.beliefs import AppBelief, SlowdownBelief, profile_key

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The operator's default claim (mrsched.operator.config.DEFAULT_DATA_CLAIM; the layers keep this package from
+#: The operator's default claim (mrsched.operator.model.config.DEFAULT_DATA_CLAIM; the layers keep this package from
 #: importing the operator's).
 DATA_CLAIM = "mrsched-data"
 

@@ -103,7 +103,8 @@ class KubeDefault(Configured[KubeDefaultConfig], Policy):
         self._retries: list[Task] = []
 
     def _create_pods(self, jobs: list[Job], now: float) -> int:
-        """How many pods the operator creates now (``operator/unbound.py:unbound_pods``), in submission order: a
+        """How many pods the operator creates now (``operator/scheduling/unbound.py:unbound_pods``), in submission
+        order: a
         job's map pods when it arrives; its reduce pods once slow-start allows and none of its maps waits for a
         node (its maps all bound or done: ``maps_all_bound``); a retried task's pod when its task is pending
         again."""

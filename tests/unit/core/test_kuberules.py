@@ -221,7 +221,7 @@ def test_an_empty_selector_needs_no_affinity() -> None:
 def test_the_charts_schema_takes_the_grammar_and_the_operator_refuses_the_rest() -> None:
     """values.schema.json's pattern admits every selector the grammar has (the chart cannot run labels.Parse,
     so it refuses only what is not even shaped like one); the operator's config refuses the rest at start."""
-    from mrsched.operator.config import OperatorConfig
+    from mrsched.operator.model.config import OperatorConfig
 
     schema = json.loads((Path(__file__).parents[3] / "charts/mrsched/values.schema.json").read_text())
     pattern = re.compile(schema["properties"]["nodeSelectorLabel"]["pattern"])

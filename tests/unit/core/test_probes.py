@@ -19,9 +19,9 @@ from mrsched.core.probes import (
     probe_work,
 )
 from mrsched.core.report import TaskReport
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.probes import fingerprint, probe_pod, probe_pod_name, read_probe
-from mrsched.operator.snapshot import NodeInfo
+from mrsched.operator.learning.probes import fingerprint, probe_pod, probe_pod_name, read_probe
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.snapshot import NodeInfo
 from mrsched.simulator.probes import probe_durations, probe_node
 
 

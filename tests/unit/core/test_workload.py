@@ -18,7 +18,7 @@ from mrsched.emulator.workload import (
     map_task,
     reduce_wait,
 )
-from mrsched.operator import pods
+from mrsched.operator.model import pods
 
 
 def test_demand_follows_the_application_profile_and_input_size() -> None:

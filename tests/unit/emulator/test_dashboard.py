@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from mrsched.emulator.metrics import NodeInfo, NodeMetricsCollector
 from mrsched.emulator.runners import NodeUsage
-from mrsched.operator.metrics import OperatorMetrics
+from mrsched.operator.model.metrics import OperatorMetrics
 
 DASHBOARD = Path(__file__).resolve().parents[3] / "charts" / "mrsched" / "dashboards" / "mrsched.json"
 #: Grafana's own variables in a query, and what they stand for when the query is sent (a rate window).

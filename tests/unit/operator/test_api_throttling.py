@@ -15,9 +15,9 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from mrsched.operator import kubeapi
-from mrsched.operator.kubeapi import ClusterApi
-from mrsched.operator.kubeclient import api_client
+from mrsched.operator.kube import kubeapi
+from mrsched.operator.kube.kubeapi import ClusterApi
+from mrsched.operator.kube.kubeclient import api_client
 
 
 class FakeApiserver(ThreadingHTTPServer):

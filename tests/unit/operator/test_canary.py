@@ -1,4 +1,4 @@
-"""Canary maps on degraded-tainted nodes (operator/canary.py): which nodes may take one, and what its pod
+"""Canary maps on degraded-tainted nodes (operator/scheduling/canary.py): which nodes may take one, and what its pod
 tolerates. The whole cycle (taint, canaries, recovery, taint lifted) runs on the live control plane in
 tests/cluster/test_node_health_live.py."""
 
@@ -8,15 +8,15 @@ from typing import Any
 
 from mrsched.core.kuberules import tolerates
 from mrsched.core.model import Explanation
-from mrsched.operator.canary import (
+from mrsched.operator.learning.health import TAINT_KEY
+from mrsched.operator.model.jobspec import JobSpec
+from mrsched.operator.scheduling.canary import (
     CANARY_TOLERATION,
     CanaryGate,
     busy_nodes,
     canary_explanation,
     canary_spec,
 )
-from mrsched.operator.health import TAINT_KEY
-from mrsched.operator.jobspec import JobSpec
 
 
 def _pod(node: str | None, phase: str, deleting: bool = False) -> dict[str, Any]:

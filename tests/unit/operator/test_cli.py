@@ -12,7 +12,7 @@ import pytest
 
 from mrsched.cli import build_parser, main
 from mrsched.cli.operator_flags import NOT_FLAGS, operator_config, operator_flags
-from mrsched.operator.config import OperatorConfig
+from mrsched.operator.model.config import OperatorConfig
 
 #: ``mrsched run``'s flags as they were written out by hand (the tests, docs, demo and chart use them).
 HAND_WRITTEN = {
@@ -186,11 +186,11 @@ def test_the_special_flags_parse_as_before() -> None:
 
 
 def test_run_hands_the_config_and_process_flags_to_the_operator(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mrsched.operator.main
+    import mrsched.operator.process.main
 
     seen: dict[str, Any] = {}
     monkeypatch.setattr(
-        mrsched.operator.main, "run_operator", lambda config, **kw: seen.update(config=config, **kw)
+        mrsched.operator.process.main, "run_operator", lambda config, **kw: seen.update(config=config, **kw)
     )
     for name in ("MRSCHED_POLICY", "MRSCHED_BIND_ADDRESS", "MRSCHED_LEASE_NAMESPACE"):
         monkeypatch.delenv(name, raising=False)

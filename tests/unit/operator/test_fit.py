@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mrsched.operator import status as job_status
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.fit import refusing_nodes, unplaceable
-from mrsched.operator.jobspec import JobSpec
-from mrsched.operator.jobstate import JobState
-from mrsched.operator.pods import PodAttempt
-from mrsched.operator.snapshot import NodeInfo, read_node
+from mrsched.operator.jobs.fit import refusing_nodes, unplaceable
+from mrsched.operator.model import status as job_status
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.jobspec import JobSpec
+from mrsched.operator.model.jobstate import JobState
+from mrsched.operator.model.pods import PodAttempt
+from mrsched.operator.model.snapshot import NodeInfo, read_node
 
 CONFIG = OperatorConfig()
 

@@ -9,12 +9,12 @@ import math
 from typing import Any
 
 from mrsched.core.model import Node
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.jobcache import JobCache, QuietJob, nodes_of, quiet_until
-from mrsched.operator.jobstate import JobState
-from mrsched.operator.pods import PodAttempt
-from mrsched.operator.snapshot import LiveAttempts, NodeInfo, core_job
-from mrsched.operator.status import IDLE_RESOLUTION_S
+from mrsched.operator.jobs.jobcache import JobCache, QuietJob, nodes_of, quiet_until
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.jobstate import JobState
+from mrsched.operator.model.pods import PodAttempt
+from mrsched.operator.model.snapshot import LiveAttempts, NodeInfo, core_job
+from mrsched.operator.model.status import IDLE_RESOLUTION_S
 
 NOW = 1000.0
 CONFIG = OperatorConfig()

@@ -9,12 +9,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from mrsched.core.report import TaskReport
-from mrsched.operator import snapshot as snap
-from mrsched.operator import status as job_status
-from mrsched.operator.jobspec import JobSpec
-from mrsched.operator.jobstate import JobState
-from mrsched.operator.metrics import OperatorMetrics
-from mrsched.operator.pods import PodAttempt, TaskType
+from mrsched.operator.model import snapshot as snap
+from mrsched.operator.model import status as job_status
+from mrsched.operator.model.jobspec import JobSpec
+from mrsched.operator.model.jobstate import JobState
+from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.pods import PodAttempt, TaskType
 
 RACKS = {"a1": "rack-1", "a2": "rack-1", "b1": "rack-2", "b2": "rack-2"}
 SPLIT = 8 * 2**20

@@ -1,4 +1,4 @@
-"""The admin's job policy in the operator (operator/jobpolicy.py), the task pods' Pod Security and resource
+"""The admin's job policy in the operator (operator/jobs/jobpolicy.py), the task pods' Pod Security and resource
 hygiene, and the data volume's settings (docs/security.md)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from mrsched.operator import jobpolicy
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.jobpolicy import NotAllowed
-from mrsched.operator.jobspec import JobSpec
-from mrsched.operator.pods import task_pod
+from mrsched.operator.jobs import jobpolicy
+from mrsched.operator.jobs.jobpolicy import NotAllowed
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.jobspec import JobSpec
+from mrsched.operator.model.pods import task_pod
 
 
 def spec(namespace: str = "team-a", **extra: Any) -> JobSpec:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mrsched.operator.leader import FencedApi, LeaderLease, LeadershipLost
+from mrsched.operator.kube.leader import FencedApi, LeaderLease, LeadershipLost
 
 
 class LeaseStore:

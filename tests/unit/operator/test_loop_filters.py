@@ -8,10 +8,10 @@ from typing import Any, cast
 
 import pytest
 
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.kubeapi import ClusterApi
-from mrsched.operator.loop import SchedulingLoop
-from mrsched.operator.pods import PLACEMENT_ANNOTATION
+from mrsched.operator.kube.kubeapi import ClusterApi
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.pods import PLACEMENT_ANNOTATION
+from mrsched.operator.scheduling.loop import SchedulingLoop
 from tests.unit.operator.test_loop_incremental import T0, MemoryApi, job, node
 
 NODES = (
@@ -66,7 +66,7 @@ class TaintingApi(MemoryApi):
 
 def test_a_degraded_node_no_job_tolerates_gets_one_canary_map_that_tolerates_its_taint() -> None:
     """The filters see a canary node without the degraded taint (its canary map tolerates it) and the Permit
-    phase lets it run one map: the soft-fault monitor keeps hearing from it (operator/canary.py)."""
+    phase lets it run one map: the soft-fault monitor keeps hearing from it (operator/scheduling/canary.py)."""
     api = TaintingApi()
     for name, labels, taints in NODES:
         body = node(name)

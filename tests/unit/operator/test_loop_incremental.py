@@ -10,11 +10,11 @@ from typing import Any, cast
 
 import pytest
 
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.jobstate import JobState
-from mrsched.operator.kubeapi import ClusterApi
-from mrsched.operator.loop import SchedulingLoop
-from mrsched.operator.pods import ATTEMPT_LABEL, INDEX_LABEL, JOB_UID_LABEL, TYPE_LABEL
+from mrsched.operator.kube.kubeapi import ClusterApi
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.jobstate import JobState
+from mrsched.operator.model.pods import ATTEMPT_LABEL, INDEX_LABEL, JOB_UID_LABEL, TYPE_LABEL
+from mrsched.operator.scheduling.loop import SchedulingLoop
 from mrsched.policies import make_policy
 
 T0 = 1_000_000.0

@@ -1,4 +1,5 @@
-"""The soft-fault monitor's Kubernetes edge (mrsched.operator.health), without a cluster: the NodeProfile status
+"""The soft-fault monitor's Kubernetes edge (mrsched.operator.learning.health), without a cluster: the NodeProfile
+status
 and Degraded condition built from a NodeHealth, when an Event fires, when the taint is set and removed, the
 write throttle, and which finished attempts the monitor is fed. A live test drives the same reporter on the
 real control plane (its ``written``, ``events`` and ``taints`` are what it last wrote)."""
@@ -16,8 +17,7 @@ from mrsched.cli import build_parser
 from mrsched.core.model import Node, Task, TaskOutcome, TaskType
 from mrsched.core.probes import Capability
 from mrsched.health import MonitorConfig, NodeHealth
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.health import (
+from mrsched.operator.learning.health import (
     HEALTH_PROFILE,
     TAINT_KEY,
     NodeHealthReporter,
@@ -33,9 +33,10 @@ from mrsched.operator.health import (
     verdict_event,
     with_condition,
 )
-from mrsched.operator.metrics import OperatorMetrics
-from mrsched.operator.profiles import ProfileStore, utc_stamp
-from mrsched.operator.snapshot import NodeInfo
+from mrsched.operator.learning.profiles import ProfileStore, utc_stamp
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.snapshot import NodeInfo
 
 T0 = 1_800_000_000.0
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.nodemetrics import DEFAULT_AGE_QUERY, MetricsSettings, NodeMetricsSource
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.nodemetrics import DEFAULT_AGE_QUERY, MetricsSettings, NodeMetricsSource
 
 
 def vector(label: str, values: dict[str, float]) -> list[dict[str, Any]]:

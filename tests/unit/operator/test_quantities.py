@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from mrsched.core.model import UNCAPPED
-from mrsched.operator import snapshot as snap
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.jobspec import InvalidSpec, JobSpec, parse_cpu, parse_memory_mb
+from mrsched.operator.model import snapshot as snap
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.jobspec import InvalidSpec, JobSpec, parse_cpu, parse_memory_mb
 
 
 @pytest.mark.parametrize(

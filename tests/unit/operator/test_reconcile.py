@@ -8,14 +8,14 @@ from typing import Any, cast
 import pytest
 
 from mrsched.core.model import Node
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.jobstate import JobState
-from mrsched.operator.kubeapi import ClusterApi
-from mrsched.operator.metrics import OperatorMetrics
-from mrsched.operator.pods import PodAttempt
-from mrsched.operator.reconcile import JobReconciler
-from mrsched.operator.roundstats import RoundStats
-from mrsched.operator.snapshot import NodeInfo
+from mrsched.operator.jobs.reconcile import JobReconciler
+from mrsched.operator.kube.kubeapi import ClusterApi
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.jobstate import JobState
+from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.pods import PodAttempt
+from mrsched.operator.model.roundstats import RoundStats
+from mrsched.operator.model.snapshot import NodeInfo
 
 NOW = 1000.0
 WORKERS = {"a": NodeInfo(Node("a", 4, 8192), ready=True, schedulable=True, taints=(), labels={})}

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from mrsched.operator import status as job_status
-from mrsched.operator import taskrecord
-from mrsched.operator.jobstate import JobState
-from mrsched.operator.pods import OUTPUT_CONFLICT_EXIT, PodAttempt, TaskType
+from mrsched.operator.model import status as job_status
+from mrsched.operator.model import taskrecord
+from mrsched.operator.model.jobstate import JobState
+from mrsched.operator.model.pods import OUTPUT_CONFLICT_EXIT, PodAttempt, TaskType
 
 
 def body(status: dict[str, Any] | None = None, maps: int = 4, backoff: int = 1) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mrsched.operator.pods import TRACKING_FINALIZER, read_attempt
-from mrsched.operator.tracking import prunable, releasable, tracked
+from mrsched.operator.model.pods import TRACKING_FINALIZER, read_attempt
+from mrsched.operator.model.tracking import prunable, releasable, tracked
 
 
 def pod(
@@ -126,8 +126,8 @@ def test_finished_pods_of_jobs_ended_a_ttl_ago_are_pruned_and_nothing_else() -> 
 
 
 def test_a_finished_jobs_status_stays_as_it_was_once_its_pods_are_pruned() -> None:
-    from mrsched.operator import status as job_status
-    from mrsched.operator.jobstate import JobState
+    from mrsched.operator.model import status as job_status
+    from mrsched.operator.model.jobstate import JobState
 
     body: dict[str, Any] = {
         "metadata": {"name": "j", "namespace": "ns", "uid": "u1", "generation": 1},

@@ -9,14 +9,14 @@ import threading
 from typing import Any
 
 from mrsched.core.model import Explanation
-from mrsched.operator.canary import busy_nodes
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.informers import slim_pod
-from mrsched.operator.jobspec import JobSpec
-from mrsched.operator.pods import TRACKING_FINALIZER, read_attempt, task_pod
-from mrsched.operator.snapshot import pod_request
-from mrsched.operator.tracking import tracked
-from mrsched.operator.watchcache import Memo, WatchedList
+from mrsched.operator.kube.informers import slim_pod
+from mrsched.operator.kube.watchcache import Memo, WatchedList
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.jobspec import JobSpec
+from mrsched.operator.model.pods import TRACKING_FINALIZER, read_attempt, task_pod
+from mrsched.operator.model.snapshot import pod_request
+from mrsched.operator.model.tracking import tracked
+from mrsched.operator.scheduling.canary import busy_nodes
 
 
 def pod(name: str, version: int, **labels: str) -> dict[str, Any]:

@@ -165,7 +165,7 @@ def test_kube_default_never_lets_reduces_take_the_nodes_their_maps_wait_for(tmp_
 
 @pytest.mark.parametrize("bound", [True, False])
 def test_the_operator_creates_reduce_pods_once_every_map_is_bound(bound: bool) -> None:
-    from mrsched.operator.unbound import maps_all_bound
+    from mrsched.operator.scheduling.unbound import maps_all_bound
 
     class Attempt:
         def __init__(self, node: str | None) -> None:

@@ -13,8 +13,8 @@ import pytest
 
 from mrsched.core.catalog import expand_layout
 from mrsched.core.model import UNCAPPED, Attempt, ClusterSnapshot, Job, Node, Resources, Task
-from mrsched.operator.config import OperatorConfig
-from mrsched.operator.snapshot import read_node, reserve_others
+from mrsched.operator.model.config import OperatorConfig
+from mrsched.operator.model.snapshot import read_node, reserve_others
 from mrsched.simulator.run import build_simulation, lower_bound
 from mrsched.simulator.scenario import load_scenario
 from mrsched.simulator.workload import build_jobs

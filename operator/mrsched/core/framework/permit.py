@@ -17,7 +17,8 @@ class PermitPlugin(Protocol):
 
 class OneMapPerRound:
     """``nodes`` run one map each per round and no reduce (the operator's canary maps on degraded nodes, whose
-    only purpose is to measure the node: operator/canary.py). One instance per round, for every policy of it."""
+    only purpose is to measure the node: operator/scheduling/canary.py). One instance per round, for every policy of
+    it."""
 
     name = "OneMapPerRound"
 

@@ -66,7 +66,7 @@ Readings and approximations (the thesis is silent or the simulator differs):
   two million vectors; a whole SWIM day mixes dozens of jobs). ``exhaustiveLimit`` (unset: none, the thesis's
   search) caps it: past that many vectors x* comes from a local search (``search.local_search``), and the
   placement's explanation says so. Its gap where both run: bench/results/dara-search-gap.txt. The operator
-  sets 200,000 (``mrsched.operator.loop.OPERATOR_DEFAULTS``).
+  sets 200,000 (``mrsched.operator.scheduling.loop.OPERATOR_DEFAULTS``).
 * Reduces stay with the FairScheduler that DARA extends (the composed Fair policy's order, one per
   heartbeat), as DARA optimises maps only.
 

@@ -38,7 +38,7 @@ class DaraConfig(PolicyConfig):
     #: there are at most this many mixes to enumerate, by a local search past it (``search.local_search``;
     #: its gap to the exhaustive argmax: bench/results/dara-search-gap.txt), since the count grows exponentially
     #: with the jobs at once (a whole SWIM day: 4 million mixes cost DARA 435 s, 200,000 cost 47-60 s a seed).
-    #: The operator sets 200,000 (``mrsched.operator.loop.OPERATOR_DEFAULTS``). Explanations say which search
+    #: The operator sets 200,000 (``mrsched.operator.scheduling.loop.OPERATOR_DEFAULTS``). Explanations say which search
     #: gave x*.
     exhaustive_limit: int | None = Field(None, alias="exhaustiveLimit", ge=1)
     task_memory_mb: float | None = Field(None, alias="taskMemoryMB", gt=0)

@@ -1,0 +1,1 @@
+"""Kubernetes I/O: the API client and its throttling, the watch caches and informers, leases and leadership."""
