@@ -13,13 +13,13 @@ count: the node may take tasks again, so the job is not unplaceable because of t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 
-from mrsched.core.kuberules import node_selector_matches, tolerates
 from mrsched.core.model import Resources
 from mrsched.operator.model.jobspec import JobSpec
 from mrsched.operator.model.pods import REJECTIONS, PodAttempt
-from mrsched.operator.model.snapshot import NodeInfo
+from mrsched.operator.model.snapshot import NodeInfo, admits
 
 #: Taints of a passing condition, set and removed by the node lifecycle controller, kubectl cordon, or mrsched's
 #: own health monitor.
@@ -70,7 +70,9 @@ def unplaceable(spec: JobSpec, workers: Mapping[str, NodeInfo]) -> tuple[str, st
 
 def _could_admit(info: NodeInfo, spec: JobSpec) -> bool:
     lasting = tuple(t for t in info.taints if not str(t.get("key", "")).startswith(TRANSIENT_TAINT_PREFIXES))
-    return tolerates(lasting, spec.tolerations) and node_selector_matches(spec.node_selector, info.labels)
+    if len(lasting) != len(info.taints):  # a copy only for a node with a passing taint (checked every round)
+        info = dataclasses.replace(info, taints=lasting)
+    return admits(info, spec.tolerations, spec.node_selector)
 
 
 #: Rejections that are the kubelet's own verdict on one of our pods; ``Evicted``, ``NodeLost`` and
