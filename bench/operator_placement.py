@@ -326,6 +326,7 @@ class Bench(LiveBench):
                 map_slots=args.map_slots,
                 reduce_slots=0,
                 create_workers=workers,
+                allow_user_override=True,  # its jobs name four users (spec.user), not their namespace
             )
             api = TimedApi(api_client(self.cluster.kubeconfig), config.namespaces)
             metrics = OperatorMetrics()
