@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from mrsched.core.framework.filters import (
     DEFAULT_FILTERS,
@@ -58,11 +58,11 @@ class Framework:
             self._feasible[key] = None if len(passed) == len(self._nodes) else passed
         return self._feasible[key]
 
-    def run_round(self, policy: Policy, snapshot: ClusterSnapshot, offered: Iterable[str]) -> list[Placement]:
+    def run_round(self, policy: Policy, snapshot: ClusterSnapshot, offered: list[str]) -> list[Placement]:
         """Queue sort, Score and Reserve are the policy's round over the ``offered`` nodes (each placement
         committed on the snapshot as it is made, within each job's feasible nodes); then Permit: a placement a
         permit plugin refuses is unreserved. Returns the placements to bind, in the policy's order."""
-        placements = policy.schedule_round(snapshot, list(offered))
+        placements = policy.schedule_round(snapshot, offered)  # as given: the simulator's heartbeat is hot
         if not self.permits:
             return placements
         permitted = []
