@@ -31,9 +31,9 @@ from mrsched.core.model import (
     TaskOutcome,
     pending_of,
 )
+from mrsched.core.pending import PendingTasks
 from mrsched.core.policy import Configured, Policy, PolicyConfig, register
 from mrsched.policies.kube_queue import SchedulingQueue
-from mrsched.policies.pending import PendingTasks
 
 
 def requested(snapshot: ClusterSnapshot, node: str) -> tuple[float, float]:

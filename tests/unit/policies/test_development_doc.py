@@ -1,6 +1,6 @@
 """docs/development.md's "Adding a policy" builds a working policy exactly as written: its module, imported
 from the page, registers the policy, whose options are validated, which orders jobs shortest first and places
-a job only on the nodes Kubernetes' filters admit (Job.nodes)."""
+a job only on the nodes Kubernetes' filters admit (Job.nodes), preferring its Score plugin's nodes."""
 
 from __future__ import annotations
 
@@ -43,10 +43,10 @@ def documented(tmp_path: Path) -> Iterator[ModuleType]:
 
 
 def test_the_documented_policy_registers_and_validates_its_options(documented: ModuleType) -> None:
-    assert make_policy("shortest-first").cfg.reduces is True  # type: ignore[attr-defined]
-    assert make_policy("shortest-first", {"reduces": False}).cfg.reduces is False  # type: ignore[attr-defined]
-    with pytest.raises(PolicyConfigError, match="reducez"):
-        make_policy("shortest-first", {"reducez": False})
+    assert make_policy("shortest-first").cfg.locality == 1.0  # type: ignore[attr-defined]
+    assert make_policy("shortest-first", {"locality": 0}).cfg.locality == 0.0  # type: ignore[attr-defined]
+    with pytest.raises(PolicyConfigError, match="localty"):
+        make_policy("shortest-first", {"localty": 0})
 
 
 def test_the_documented_policy_runs_the_shortest_job_first_on_admitted_nodes_only(
@@ -61,3 +61,6 @@ def test_the_documented_policy_runs_the_shortest_job_first_on_admitted_nodes_onl
     assert {p.node for p in placed if p.task.job_id == "picky"} <= ALLOWED
     assert any(p.task.job_id == "picky" for p in placed)
     assert all(p.explanation.policy == "shortest-first" for p in placed)
+    first = placed[0]  # a free cluster: the first map goes where its input is
+    assert first.node in first.task.replicas and first.explanation.score == 1.0
+    assert "FewestMapsLeft" in first.explanation.reason and "InputOnNode" in first.explanation.reason
