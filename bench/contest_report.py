@@ -164,7 +164,7 @@ def report(
         "not fit, whichever policy placed it), under the **measured physics** (every `cluster.physics` switch "
         "on; Hadoop 1's speculative execution for Fair and Capacity). kube-default is kube-scheduler v1.35's "
         "default profile: NodeResourcesFit LeastAllocated + BalancedAllocation, its queue's PrioritySort, "
-        "back-off and parking of unschedulable pods (mrsched.policies.kube_queue), pods created as the operator "
+        "back-off and parking of unschedulable pods (mrsched.policies.kube.queue), pods created as the operator "
         "creates them; checked against the real kube-scheduler in bench/results/kube-scheduler-peer.md.",
         "",
         f"Seeds {', '.join(map(str, seeds))} (fewer where a scenario's line below says so); times are means "

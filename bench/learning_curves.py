@@ -40,7 +40,7 @@ from mrsched.core.catalog import application, expand_layout
 from mrsched.core.model import TaskOutcome
 from mrsched.core.policy import Policy, TruePhysics
 from mrsched.policies import make_policy
-from mrsched.policies.throughput import Throughput
+from mrsched.policies.throughput.policy import Throughput
 from mrsched.simulator.engine import Simulation
 from mrsched.simulator.scenario import Scenario, load_scenario
 from mrsched.simulator.summary import physics_label

@@ -9,7 +9,7 @@ the stream's sizes), this process plays the operator and the pods' run: it creat
 (a group's pods once every pod of the group it waits for is bound, as the operator creates reduce pods), and
 deletes each pod its run time after it is bound (a finished task pod leaves kube-scheduler's informer: a delete
 event for it). The real kube-scheduler binds them. Then the simulator's kube-default (mrsched.policies:
-kube_queue's queue, kube_default's scores) replays the same stream on the same nodes, its clock aligned to the
+policies/kube/queue.py's queue, policies/kube/default.py's scores) replays the same stream on the same nodes, its clock aligned to the
 real one's 1 s back-off window, and whenever several nodes tie for the best score it takes the node the real
 scheduler took, if that node is among them (both break ties at random: a tie taken differently is no
 disagreement, and the two runs stay comparable after it). Likewise for the queue: a job's pods (one group: the

@@ -16,8 +16,8 @@ from typing import Any
 from scipy.stats import kendalltau
 
 from mrsched.core.model import Node, Resources, Task
-from mrsched.policies.kube_default import best_nodes
-from mrsched.policies.kube_queue import SchedulingQueue
+from mrsched.policies.kube.default import best_nodes
+from mrsched.policies.kube.queue import SchedulingQueue
 
 
 @dataclass
@@ -164,7 +164,7 @@ def since_end_ms(ends: list[float], at: float) -> int | None:
 def scores_along(stream: dict[str, Any], real: Real) -> tuple[float, list[dict[str, Any]]]:
     """The simulator's scores on the real run's own states: for each real binding, the pods bound before it and
     not yet deleted on each node, and whether the node the real scheduler chose is among the nodes
-    kube_default.best_nodes ranks best for the pod then. Timing apart, this is the score function's agreement;
+    policies.kube.default.best_nodes ranks best for the pod then. Timing apart, this is the score function's agreement;
     and the bindings it disagrees with."""
     pods = {p["name"]: p for p in stream["pods"]}
     nodes = {n["name"]: Node(n["name"], n["cpu"], float(n["memoryMiB"])) for n in stream["nodes"]}

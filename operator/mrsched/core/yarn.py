@@ -1,4 +1,4 @@
-"""YARN's resource model, shared by the simulator's YARN mode and YARN's queue schedulers (mrsched.policies.yarn_*).
+"""YARN's resource model, shared by the simulator's YARN mode and YARN's queue schedulers (mrsched.policies.yarn).
 
 In YARN (Hadoop 2 and later) a node offers memory and vcores, not map and reduce slots; an application asks
 the ResourceManager for containers of a size, at a priority, on a host, its rack or ANY node; its first

@@ -1,6 +1,7 @@
 """Placement policies: Hadoop's baselines, kube-scheduler's default, greedy-informed, and the papers' policies.
 
-Each module holds one policy and registers it by name; :func:`make_policy` builds one with validated options.
+Each policy's module (by family: ``hadoop/``, ``yarn/``, ``kube/``, one module or package per paper) registers
+it by name; :func:`make_policy` builds one with validated options.
 """
 
 from __future__ import annotations
@@ -12,18 +13,16 @@ from mrsched.core.policy import Policy, TruePhysics, build_policy, registered
 # Registration: importing a policy module registers its policy (one line per module).
 from mrsched.policies import (
     adaptive_slots,  # noqa: F401
-    capacity,  # noqa: F401
     coupling,  # noqa: F401
     dara,  # noqa: F401
-    diagnosis,  # noqa: F401
-    fair,  # noqa: F401
-    fifo,  # noqa: F401
-    kube_default,  # noqa: F401
     learning,  # noqa: F401
-    lsps,  # noqa: F401
-    throughput,  # noqa: F401
 )
 from mrsched.policies import greedy_informed as _greedy_informed  # noqa: F401
+from mrsched.policies.diagnosis import policy as _diagnosis  # noqa: F401
+from mrsched.policies.hadoop import capacity, fair, fifo  # noqa: F401
+from mrsched.policies.kube import default as _kube_default  # noqa: F401
+from mrsched.policies.lsps import policy as _lsps  # noqa: F401
+from mrsched.policies.throughput import policy as _throughput  # noqa: F401
 
 
 def make_policy(

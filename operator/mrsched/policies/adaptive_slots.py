@@ -55,7 +55,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement
 from mrsched.core.policy import Configured, Policy, PolicyConfig, register
-from mrsched.policies.fair import ComposesFair, Fair, FairConfig
+from mrsched.policies.hadoop.fair import ComposesFair, Fair, FairConfig
 
 Decision = Literal["init", "grow-map", "grow-reduce", "shrink-map", "shrink-reduce", "kept", "fallback"]
 

@@ -42,8 +42,8 @@ from pydantic import Field
 from mrsched.core.locality import hops_across_racks, hops_within_rack
 from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskType
 from mrsched.core.policy import Configured, PolicyConfig, register
-from mrsched.policies.fair import ComposesFair, Fair, FairConfig
-from mrsched.policies.slots import SlotPolicy, request_fits
+from mrsched.policies.hadoop.fair import ComposesFair, Fair, FairConfig
+from mrsched.policies.hadoop.slots import SlotPolicy, request_fits
 
 #: Algorithm 1 line 9: a job whose maps are all launched outranks every job still mapping (line 7 < 4).
 MAP_PHASE_OVER_BONUS = 4.0

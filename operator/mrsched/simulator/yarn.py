@@ -1,5 +1,5 @@
 """The simulator's YARN mode: YARN's protocol between ApplicationMasters, NodeManagers and the ResourceManager,
-with a queue scheduler of :mod:`mrsched.policies.yarn_fair` or :mod:`mrsched.policies.yarn_capacity`.
+with a queue scheduler of :mod:`mrsched.policies.yarn.fair` or :mod:`mrsched.policies.yarn.capacity`.
 
 Where Hadoop 1 mode (:mod:`mrsched.simulator.engine`) models a JobTracker handing tasks to TaskTrackers' map
 and reduce slots, YARN mode models what Apache Hadoop's Scheduler Load Simulator (SLS 3.3.5) runs, step by
@@ -48,8 +48,8 @@ from mrsched.core.yarn import (
     YarnNode,
     YarnScheduler,
 )
-from mrsched.policies.yarn_capacity import YarnCapacityScheduler
-from mrsched.policies.yarn_fair import YarnFairScheduler
+from mrsched.policies.yarn.capacity import YarnCapacityScheduler
+from mrsched.policies.yarn.fair import YarnFairScheduler
 from mrsched.simulator.dataflow import DataFlow, build_nodes
 from mrsched.simulator.result import JobRecord, SimulationResult
 from mrsched.simulator.scenario import ClusterSpec

@@ -346,7 +346,7 @@ def test_a_degraded_nodes_slowdown_reaches_the_policies_and_a_healthy_one_stays_
 def test_throughput_divides_a_degraded_nodes_probed_kappa_by_its_slowdown() -> None:
     from mrsched.core.model import ClusterSnapshot, Node
     from mrsched.core.probes import Capability, slowed
-    from mrsched.policies.throughput import Throughput
+    from mrsched.policies.throughput.policy import Throughput
 
     probe = Capability(kappa_c=7.5, kappa_d=2.5, omega_s=5.3, sigma_s=1.0)
     assert slowed(probe, None) is probe

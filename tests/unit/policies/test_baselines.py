@@ -8,7 +8,7 @@ import pytest
 from mrsched.core.model import ClusterSnapshot, Job, Node, Resources, Task
 from mrsched.core.policy import PolicyConfigError
 from mrsched.policies import make_policy
-from mrsched.policies.fair import compute_fair_shares
+from mrsched.policies.hadoop.fair import compute_fair_shares
 
 
 def nodes(count: int = 2, *, racks: int = 1, map_slots: int = 2, reduce_slots: int = 1) -> dict[str, Node]:

@@ -13,7 +13,7 @@ import pytest
 
 from mrsched.core.model import Node, Task, TaskOutcome
 from mrsched.policies.dara.model import Observation, Profile, load_ratios, node_loads, predict_times
-from mrsched.policies.diagnosis import (
+from mrsched.policies.diagnosis.policy import (
     Diagnosis,
     DiagnosisConfig,
     expected_throughputs,

@@ -12,9 +12,9 @@ import pytest
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement
 from mrsched.core.policy import PolicyConfigError
 from mrsched.policies import make_policy
-from mrsched.policies.fair import Fair
-from mrsched.policies.fifo import fifo_order
-from mrsched.policies.slots import priority_factor
+from mrsched.policies.hadoop.fair import Fair
+from mrsched.policies.hadoop.fifo import fifo_order
+from mrsched.policies.hadoop.slots import priority_factor
 from tests.unit.policies.test_baselines import job
 
 

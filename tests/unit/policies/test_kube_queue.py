@@ -1,4 +1,4 @@
-"""kube-default's scheduling queue against kube-scheduler v1.35's rules (mrsched.policies.kube_queue): PrioritySort,
+"""kube-default's scheduling queue against kube-scheduler v1.35's rules (mrsched.policies.kube.queue): PrioritySort,
 unschedulable pods parked until a pod ends, the back-off and the backoffQ popped after the activeQ; and the
 operator's reduce pods, created only once no map of their job waits for a node."""
 
@@ -12,7 +12,7 @@ import yaml
 
 from mrsched.core.catalog import expand_layout
 from mrsched.core.model import Resources, Task
-from mrsched.policies.kube_queue import SchedulingQueue, backoff_until
+from mrsched.policies.kube.queue import SchedulingQueue, backoff_until
 from mrsched.simulator.run import build_simulation
 from mrsched.simulator.scenario import load_scenario
 from mrsched.simulator.workload import build_jobs

@@ -16,8 +16,8 @@ from mrsched.core.catalog import expand_layout
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.policy import Policy, PolicyConfigError, TruePhysics
 from mrsched.policies import make_policy
-from mrsched.policies.lsps import Lsps, LspsConfig
-from mrsched.policies.lsps_stats import RunningMean, UserHistory, phase_size, population_cv, slot_shares
+from mrsched.policies.lsps.policy import Lsps, LspsConfig
+from mrsched.policies.lsps.stats import RunningMean, UserHistory, phase_size, population_cv, slot_shares
 from mrsched.simulator.engine import Simulation
 from mrsched.simulator.scenario import load_scenario
 from mrsched.simulator.workload import build_jobs

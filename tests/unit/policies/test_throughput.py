@@ -11,8 +11,8 @@ import pytest
 from mrsched.core.model import ClusterSnapshot, Job, Node, Task, TaskOutcome
 from mrsched.core.policy import build_policy
 from mrsched.core.probes import estimate_sigma
-from mrsched.policies import throughput_model as tp
-from mrsched.policies.throughput import Throughput  # registers "throughput"
+from mrsched.policies.throughput import model as tp
+from mrsched.policies.throughput.policy import Throughput  # registers "throughput"
 
 TABLE_3_1 = {
     "machine1": tp.Capability(1.0, 1.0, 45.0),

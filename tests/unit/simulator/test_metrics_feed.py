@@ -12,7 +12,7 @@ import yaml
 
 from mrsched.core.metrics import MetricsTracker, Sample
 from mrsched.core.model import ClusterSnapshot, NodeMetrics, Placement
-from mrsched.policies.fifo import Fifo
+from mrsched.policies.hadoop.fifo import Fifo
 from mrsched.simulator.engine import Simulation
 from mrsched.simulator.scenario import Scenario, ScenarioError, load_scenario
 from mrsched.simulator.workload import build_jobs

@@ -14,7 +14,7 @@ from mrsched.core.catalog import expand_layout
 from mrsched.core.model import ClusterSnapshot, Placement
 from mrsched.core.policy import Policy, TruePhysics
 from mrsched.policies import make_policy, policy_names
-from mrsched.policies.kube_default import KubeDefault
+from mrsched.policies.kube.default import KubeDefault
 from mrsched.simulator.engine import Simulation
 from mrsched.simulator.run import build_simulation, run_scenario
 from mrsched.simulator.scenario import PhysicsOptions, Scenario, ScenarioError, load_scenario
@@ -362,7 +362,7 @@ def test_fifo_is_idle_only_when_no_node_could_get_a_task(tmp_path: Path) -> None
     """The simulator skips a heartbeat's round when the policy says it is idle (a light trace's usual heartbeat):
     whenever FIFO says so, its map and reduce passes find nothing on any node, and it says so on some
     heartbeats and not on others."""
-    from mrsched.policies.fifo import Fifo, fifo_order
+    from mrsched.policies.hadoop.fifo import Fifo, fifo_order
 
     answers: Counter[bool] = Counter()
 

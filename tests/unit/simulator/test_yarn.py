@@ -14,8 +14,8 @@ import yaml
 
 from mrsched.core.model import Job, Resources, Task
 from mrsched.core.yarn import AM_PRIORITY, MAP_PRIORITY, Request, Res, YarnApp, YarnNode
-from mrsched.policies.yarn_capacity import YarnCapacityScheduler
-from mrsched.policies.yarn_fair import YarnFairScheduler
+from mrsched.policies.yarn.capacity import YarnCapacityScheduler
+from mrsched.policies.yarn.fair import YarnFairScheduler
 from mrsched.simulator.run import run_scenario
 from mrsched.simulator.scenario import ClusterSpec, load_scenario
 from mrsched.simulator.yarn import YarnSimulation, yarn_scheduler

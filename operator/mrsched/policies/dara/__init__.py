@@ -34,7 +34,7 @@ Readings and approximations (the thesis is silent or the simulator differs):
   including itself); λ_j and α_c, α_d are fitted jointly by least squares (Eq 4.12 is linear in them), α ≥ 0.
   Such a class counts as fitted once it holds ``minObservations`` observations spread over at least
   ``minLoadSpread`` containers of load. **Until then the composed Fair policy schedules its nodes**
-  (:class:`~mrsched.policies.fair.Fair`, maps and reduces). A fitted class saved by :meth:`Dara.state` comes
+  (:class:`~mrsched.policies.hadoop.fair.Fair`, maps and reduces). A fitted class saved by :meth:`Dara.state` comes
   back with its α's fixed. The thesis's own fallback (ThroughputScheduler when OS counters are missing)
   does not apply: the outcomes always carry CPU time and bytes.
 * [Ours] The online fit is redone every ``refitEvery`` (25) observations, 5 while no class is fitted, and after

@@ -12,8 +12,8 @@ from mrsched.core.policy import Configured
 from mrsched.policies.dara.config import DaraConfig
 from mrsched.policies.dara.model import Fit, Observation, Profile
 from mrsched.policies.dara.window import FitWindow
-from mrsched.policies.fair import ComposesFair, Fair, FairConfig
-from mrsched.policies.slots import SlotPolicy
+from mrsched.policies.hadoop.fair import ComposesFair, Fair, FairConfig
+from mrsched.policies.hadoop.slots import SlotPolicy
 
 
 @dataclass

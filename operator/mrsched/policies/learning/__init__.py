@@ -24,7 +24,7 @@ candidates the largest U wins, ties by margin WÂ·F + b, then submission order (Â
 
 Metrics fallback [ours, the paper assumes the heartbeat always carries the node's state]: a node whose metrics
 are not fresh, or whose load1 is unknown, is unknown to the classifier. Nothing is judged or decided on it;
-the composed :class:`~mrsched.policies.fair.Fair` policy places within the node's configured slots. Its
+the composed :class:`~mrsched.policies.hadoop.fair.Fair` policy places within the node's configured slots. Its
 pending decisions wait for fresh metrics, and are dropped unjudged after ``MAX_WAIT_S`` seconds without
 them (a label read minutes later would no longer say what the task did to the node).
 

@@ -18,7 +18,8 @@ from mrsched.core.model import (
     Task,
 )
 from mrsched.core.policy import Configured, register
-from mrsched.policies.fair import ComposesFair, Fair, FairConfig
+from mrsched.policies.hadoop.fair import ComposesFair, Fair, FairConfig
+from mrsched.policies.hadoop.slots import SlotPolicy, request_fits
 from mrsched.policies.learning.classifiers import NaiveBayes, Perceptron
 from mrsched.policies.learning.config import (
     LOG_KEPT,
@@ -38,7 +39,6 @@ from mrsched.policies.learning.features import (
     node_features,
 )
 from mrsched.policies.learning.utilities import UtilityContext, combined
-from mrsched.policies.slots import SlotPolicy, request_fits
 
 
 @register

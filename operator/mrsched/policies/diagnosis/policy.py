@@ -66,7 +66,7 @@ from mrsched.policies.dara.search import (
     search_bounds,
     too_many_to_enumerate,
 )
-from mrsched.policies.diagnosis_model import (
+from mrsched.policies.diagnosis.model import (
     S_FLOOR,
     Deferred,
     Matrix,

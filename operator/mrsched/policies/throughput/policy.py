@@ -12,7 +12,7 @@ overhead. The policy has three parts:
   overrides probes. A node with neither is served in FIFO order (Hadoop's default, the thesis' baseline).
 * **Explore** (§3.2.1): each application's θ = (θc, θd) gets a Gaussian posterior, updated in closed form from
   every finished map's duration minus Ω (Eq 3.10-3.24, information form; in
-  :mod:`mrsched.policies.throughput_model`, :func:`bayes_update`, :func:`posterior_mean`). While the posterior
+  :mod:`mrsched.policies.throughput.model`, :func:`bayes_update`, :func:`posterior_mean`). While the posterior
   is not yet tight, the app's tasks go to the machines that maximise the expected information gain (Eq
   3.31/3.33; :func:`explore_gains`): the machines whose κc/κd ratios differ most from those already used.
   Because the covariance does not depend on the observed times (Eq 3.22), tasks still running count as planned
@@ -51,9 +51,9 @@ from mrsched.core.locality import LEVEL_RANK
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
 from mrsched.core.policy import PolicyConfig, register
 from mrsched.core.probes import Capability, slowed
-from mrsched.policies.fifo import fifo_order
-from mrsched.policies.slots import SlotPolicy
-from mrsched.policies.throughput_model import (
+from mrsched.policies.hadoop.fifo import fifo_order
+from mrsched.policies.hadoop.slots import SlotPolicy
+from mrsched.policies.throughput.model import (
     THESIS_DET_THRESHOLD,
     CandidateSet,
     DetConvention,

@@ -1,5 +1,5 @@
 """The Hadoop Capacity Scheduler (Hadoop 1 ``CapacityTaskScheduler``, src/contrib/capacity-scheduler at Hadoop
-1.2.1; see :mod:`mrsched.policies.slots` for the tag).
+1.2.1; see :mod:`mrsched.policies.hadoop.slots` for the tag).
 
 * Queues own a share of the cluster's slots (``capacities``, percent, ``mapred.capacity-scheduler.queue.<q>.
   capacity``). Hadoop requires every queue to be configured and the percents to sum to 100; here a queue not
@@ -36,7 +36,7 @@
   min(its unfinished maps, nodes) × its locality wait factor (JobInProgress.scheduleOffSwitch,
   JobInProgress.java:1465-1471), the factor being min(1, hosts holding its input / cluster hosts)
   (JobInProgress.createCache, java:568-578; ``mapreduce.job.locality.wait.factor`` = 1 unset). Maps without
-  location information are off-switch (:meth:`~mrsched.policies.slots.SlotPolicy.pick_node_or_rack_local`). The
+  location information are off-switch (:meth:`~mrsched.policies.hadoop.slots.SlotPolicy.pick_node_or_rack_local`). The
   node's free map slots are filled, but an off-switch map ends the heartbeat's maps
   (``maximum-tasks-after-offswitch`` = 0, addMapTasks, CapacityTaskScheduler.java:1088-1143,
   CapacitySchedulerConf.java:112).
@@ -62,8 +62,8 @@ from pydantic import Field, model_validator
 from mrsched.core.locality import Level
 from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskType
 from mrsched.core.policy import Configured, PolicyConfig, register
-from mrsched.policies.fifo import fifo_order
-from mrsched.policies.slots import SlotPolicy, has_pending
+from mrsched.policies.hadoop.fifo import fifo_order
+from mrsched.policies.hadoop.slots import SlotPolicy, has_pending
 
 
 class CapacityConfig(PolicyConfig):

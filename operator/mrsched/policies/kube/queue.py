@@ -6,7 +6,7 @@ What the real scheduler does, and this models (``pkg/scheduler/backend/queue``, 
   entered the queue first (``QueuedPodInfo.Timestamp``): a pod's timestamp is when it was created, and is
   refreshed each time a scheduling attempt fails (``AddUnschedulableIfNotPresent``). Pods of one instant keep
   the order they entered in (``seq``: the real timestamps are microseconds apart).
-* **Pods enter when the operator creates them** (kube_default.py says when). A reduce pod created at
+* **Pods enter when the operator creates them** (:mod:`.default` says when). A reduce pod created at
   slow-start therefore queues behind other jobs' maps that entered (or last failed) before it.
 * **A failed attempt** (no node fits the pod) counts one more unschedulable attempt and parks the pod in
   ``unschedulablePods``. Only an event that may make it fit moves it back (QueueingHints, GA since 1.34): for

@@ -2,7 +2,7 @@
 
 No slots: each task is a pod, created when the operator would create it (a job's maps when it arrives, its
 reduces at slow-start, a retry when its task is pending again) and popped in kube-scheduler's queue order
-(:mod:`mrsched.policies.kube_queue`: PrioritySort by priority then queue-entry time, a failed pod parked until a
+(:mod:`mrsched.policies.kube.queue`: PrioritySort by priority then queue-entry time, a failed pod parked until a
 pod ends, with the real back-off). Each pod goes on a node whose allocatable CPU and memory still fit its
 requests beside every other pod's (``ClusterSnapshot.reserved``), scored as kube-scheduler scores them with its
 default plugins' weights: NodeResourcesFit with LeastAllocated (mean over CPU and memory of
@@ -33,7 +33,7 @@ from mrsched.core.model import (
 )
 from mrsched.core.pending import PendingTasks
 from mrsched.core.policy import Configured, Policy, PolicyConfig, register
-from mrsched.policies.kube_queue import SchedulingQueue
+from mrsched.policies.kube.queue import SchedulingQueue
 
 
 def requested(snapshot: ClusterSnapshot, node: str) -> tuple[float, float]:

@@ -1,11 +1,11 @@
 """FIFO: Hadoop 1's default JobQueueTaskScheduler (``JobQueueTaskScheduler.assignTasks``, JobQueueTaskScheduler.java
-lines 80-266 at Hadoop 1.2.1; see :mod:`mrsched.policies.slots` for the tag).
+lines 80-266 at Hadoop 1.2.1; see :mod:`mrsched.policies.hadoop.slots` for the tag).
 
 On a node's heartbeat, as the source does:
 
 * Jobs in priority then submission order (JobQueueJobInProgressListener.FIFO_JOB_QUEUE_COMPARATOR,
   JobQueueJobInProgressListener.java:81-97); our int priorities map to Hadoop's five levels
-  (:func:`~mrsched.policies.slots.hadoop_priority`).
+  (:func:`~mrsched.policies.hadoop.slots.hadoop_priority`).
 * Load factor: the node may run at most ceil(remaining map load / cluster map slots × its map slots) maps, the
   remaining load being the maps of all jobs not finished yet, running ones included (java:110-134, 153-156), so
   that a cluster below capacity spreads its maps over the nodes rather than filling the first to heartbeat.
@@ -34,7 +34,7 @@ from pydantic import Field
 
 from mrsched.core.model import ClusterSnapshot, Job, Placement, TaskType
 from mrsched.core.policy import Configured, PolicyConfig, register
-from mrsched.policies.slots import SlotPolicy, hadoop_priority, has_pending, load_capacity
+from mrsched.policies.hadoop.slots import SlotPolicy, hadoop_priority, has_pending, load_capacity
 
 #: JobQueueTaskScheduler.MIN_CLUSTER_SIZE_FOR_PADDING (JobQueueTaskScheduler.java:36): no padding on clusters of
 #: at most this many TaskTrackers.

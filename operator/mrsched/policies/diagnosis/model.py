@@ -3,7 +3,7 @@ arrays: the belief's random-walk step (Eq 6.7/6.8) and Kalman update, the expect
 observations (Eq 6.17 in closed form), and the throughput expected under the belief (Eq 6.5 with Eq 4.9/4.12);
 and what one recomputation of x* shares between nodes (:class:`Mixes`) and a node's x* evaluated when first
 read (:class:`Deferred`). The policy that keeps the beliefs and places by them is
-:mod:`mrsched.policies.diagnosis`."""
+:mod:`mrsched.policies.diagnosis.policy`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The Hadoop Fair Scheduler (Hadoop 1 ``FairScheduler``, src/contrib/fairscheduler at Hadoop 1.2.1; see
-:mod:`mrsched.policies.slots` for the tag), with delay scheduling.
+:mod:`mrsched.policies.hadoop.slots` for the tag), with delay scheduling.
 
 * Pools, one per user (``mapred.fairscheduler.poolnameproperty`` = user.name, PoolManager.java:127-128) or per
   queue: a pool has a weight (``weights``, default 1.0: PoolManager.getPoolWeight, PoolManager.java:516-522) and a
@@ -7,7 +7,7 @@
   into it (PoolSchedulable.getWeight, PoolSchedulable.java:124-126).
 * A job's weight is its priority factor (FairScheduler.getJobWeight and getPriorityFactor,
   FairScheduler.java:783-814: VERY_HIGH 4, HIGH 2, NORMAL 1, LOW 0.5, VERY_LOW 0.25; our int priority +2..-2,
-  clamped, see :func:`~mrsched.policies.slots.priority_factor`) times ``Job.weight`` (our extension, 1 by
+  clamped, see :func:`~mrsched.policies.hadoop.slots.priority_factor`) times ``Job.weight`` (our extension, 1 by
   default, in the place of Hadoop's optional WeightAdjuster). It orders jobs within a pool (``jobOrder: fair``).
 * Fair shares (what Hadoop displays and preempts by) are its ``computeFairShares``: find the ratio R such
   that Σ_p clamp(R·weight_p, minShare_p, demand_p) equals min(total slots, total demand), by doubling then
@@ -58,7 +58,7 @@ from pydantic import Field
 from mrsched.core.locality import LEVEL_RANK, Level
 from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskOutcome, TaskType
 from mrsched.core.policy import Configured, Policy, PolicyConfig, register
-from mrsched.policies.slots import SlotPolicy, hadoop_priority, load_capacity, priority_factor
+from mrsched.policies.hadoop.slots import SlotPolicy, hadoop_priority, load_capacity, priority_factor
 
 _LEVELS: tuple[Level, ...] = ("node", "rack", "off")
 _KINDS: tuple[TaskType, TaskType] = ("map", "reduce")

@@ -1,7 +1,7 @@
 """LsPS (seed 004, Yao, Tai, Sheng & Mi, "Scheduling Heterogeneous MapReduce Jobs for Efficiency Improvement in
 Enterprise Clusters", Algorithm 1): two-tier slot scheduling driven by per-user job-size statistics.
 
-* Workload information (Sec. II-A, :mod:`mrsched.policies.lsps_stats`): per user, Welford's online mean map and
+* Workload information (Sec. II-A, :mod:`mrsched.policies.lsps.stats`): per user, Welford's online mean map and
   reduce task times, mean job size and its variance over the completed jobs of the current window (Eqs. 1-6),
   fed by each finished job's measured mean task times; per running job, t̄*, the mean duration of its finished
   tasks of each phase (Algorithm 1 step 2).
@@ -44,8 +44,8 @@ from pydantic import Field
 from mrsched.core.locality import Level
 from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskOutcome, TaskType
 from mrsched.core.policy import Configured, PolicyConfig, register
-from mrsched.policies.lsps_stats import RunningMean, UserHistory, phase_size, population_cv, slot_shares
-from mrsched.policies.slots import SlotPolicy
+from mrsched.policies.hadoop.slots import SlotPolicy
+from mrsched.policies.lsps.stats import RunningMean, UserHistory, phase_size, population_cv, slot_shares
 
 Scheme = Literal["fifo", "fair"]
 _KINDS: tuple[TaskType, TaskType] = ("map", "reduce")

@@ -1,6 +1,6 @@
 """The ThroughputScheduler's model (seed 002, Gupta thesis ch.3): machine capabilities from probes (P3-A), the
 Bayesian posterior over an application's θ (Eq 3.10-3.24), the explore design (Eq 3.31-3.33) and the exploit
-score (Alg 3.2.2). Pure functions of numbers; the policy that uses them is :mod:`mrsched.policies.throughput`.
+score (Alg 3.2.2). Pure functions of numbers; the policy that uses them is :mod:`mrsched.policies.throughput.policy`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""LsPS (seed 004): the policy (:mod:`.policy`) and its job-size statistics (:mod:`.stats`)."""
