@@ -55,7 +55,7 @@ from mrsched.operator.kube.kubeapi import ClusterApi
 from mrsched.operator.kube.kubeclient import api_client
 from mrsched.operator.model.config import OperatorConfig
 from mrsched.operator.model.jobspec import API_GROUP, API_VERSION, PLURAL
-from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 from mrsched.operator.scheduling.loop import SchedulingLoop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

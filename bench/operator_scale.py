@@ -67,7 +67,7 @@ from mrsched.operator.kube.watchcache import WatchedList
 from mrsched.operator.model.config import OperatorConfig
 from mrsched.operator.model.gcsettings import tune_gc
 from mrsched.operator.model.jobspec import API_GROUP, API_VERSION, PLURAL, JobSpec
-from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 from mrsched.operator.model.pods import task_pod
 from mrsched.operator.scheduling.loop import SchedulingLoop
 

@@ -8,8 +8,8 @@ kube-apiserver, etcd, kube-controller-manager and kube-scheduler v1.35.4, kwok p
 the stream's sizes), this process plays the operator and the pods' run: it creates each pod when the stream says
 (a group's pods once every pod of the group it waits for is bound, as the operator creates reduce pods), and
 deletes each pod its run time after it is bound (a finished task pod leaves kube-scheduler's informer: a delete
-event for it). The real kube-scheduler binds them. Then the simulator's kube-default (mrsched.policies:
-policies/kube/queue.py's queue, policies/kube/default.py's scores) replays the same stream on the same nodes, its clock aligned to the
+event for it). The real kube-scheduler binds them. Then the simulator's kube-default (mrsched.policies.kube:
+its queue, its default profile's scores) replays the same stream on the same nodes, its clock aligned to the
 real one's 1 s back-off window, and whenever several nodes tie for the best score it takes the node the real
 scheduler took, if that node is among them (both break ties at random: a tie taken differently is no
 disagreement, and the two runs stay comparable after it). Likewise for the queue: a job's pods (one group: the

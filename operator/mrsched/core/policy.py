@@ -47,7 +47,7 @@ class Policy(ABC):
     #: The policy reads ``Node.probe``: the operator and the simulator run probe tasks on every node first
     #: (seed 002 P3-A, :mod:`mrsched.core.probes`).
     needs_probes: ClassVar[bool] = False
-    #: The policy reads ``ClusterSnapshot.metrics`` (live node metrics, :mod:`mrsched.core.metrics`): the
+    #: The policy reads ``ClusterSnapshot.metrics`` (live node metrics, :mod:`mrsched.core.node_metrics`): the
     #: simulator models them (with the scrape lag of a Prometheus) only for such policies.
     needs_metrics: ClassVar[bool] = False
     #: A round in which no job has a task to start, and nothing changed since the policy's last round but the

@@ -34,7 +34,7 @@ from mrsched.core.physics import Fault
 from mrsched.emulator.images import KUBELET_IMAGE_BACKOFF_S
 from mrsched.emulator.kube import KubeClient
 from mrsched.emulator.kubelet import Kubelet
-from mrsched.emulator.metrics import LOAD_SAMPLE_S, NodeInfo, NodeMetricsCollector
+from mrsched.emulator.node_exporter import LOAD_SAMPLE_S, NodeInfo, NodeMetricsCollector
 from mrsched.emulator.nodes import NodeState, lease_object, nodes_from_layout, now_micro
 from mrsched.emulator.podcredentials import PodCredentials
 from mrsched.emulator.processes import ProcessRunner

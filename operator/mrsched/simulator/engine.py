@@ -15,7 +15,7 @@ Events, in time order (ties by insertion order, so a seed always gives the same 
 
 * physics: the next phase change on a node (``NodeModel.next_event_s``), when tasks finish;
 * for policies that read node metrics (``needs_metrics``): the kernel's load-average sample every 5 s and a
-  Prometheus scrape every ``metrics.scrapeS`` (:mod:`mrsched.simulator.metrics`); a heartbeat's snapshot
+  Prometheus scrape every ``metrics.scrapeS`` (:mod:`mrsched.simulator.scraped_metrics`); a heartbeat's snapshot
   carries the heartbeating node's metrics as of the latest scrape (a round's, every node's).
 
 Each node has its class's slots (``ClusterSpec.slots``). Data moves by network distance
@@ -37,17 +37,17 @@ from dataclasses import replace
 from typing import Any
 
 from mrsched.core.framework import Framework
-from mrsched.core.metrics import LOAD_SAMPLE_S
 from mrsched.core.model import ClusterSnapshot, Job, Task
+from mrsched.core.node_metrics import LOAD_SAMPLE_S
 from mrsched.core.physics import Fault, NodeModel, TaskDemand
 from mrsched.core.policy import Policy, TruePhysics
 from mrsched.simulator.attempts import AttemptLifecycle
 from mrsched.simulator.dataflow import DataFlow, build_nodes
 from mrsched.simulator.detection import HealthRecorder
-from mrsched.simulator.metrics import SimulatedMetrics
 from mrsched.simulator.probes import probe_node
 from mrsched.simulator.result import JobRecord, SimulationResult
 from mrsched.simulator.scenario import ClusterSpec, MonitorSpec, PlacementMode
+from mrsched.simulator.scraped_metrics import SimulatedMetrics
 from mrsched.simulator.sideflows import Running, SideFlows
 from mrsched.simulator.speculation import Speculator
 

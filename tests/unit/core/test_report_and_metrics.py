@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from mrsched.core.metrics import LoadAverage
+from mrsched.core.node_metrics import LoadAverage
 from mrsched.core.report import TaskReport
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from mrsched.emulator.metrics import NodeInfo, NodeMetricsCollector
+from mrsched.emulator.node_exporter import NodeInfo, NodeMetricsCollector
 from mrsched.emulator.runners import NodeUsage
-from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 
 DASHBOARD = Path(__file__).resolve().parents[3] / "charts" / "mrsched" / "dashboards" / "mrsched.json"
 #: Grafana's own variables in a query, and what they stand for when the query is sent (a rate window).

@@ -13,7 +13,7 @@ from mrsched.operator.model import snapshot as snap
 from mrsched.operator.model import status as job_status
 from mrsched.operator.model.jobspec import JobSpec
 from mrsched.operator.model.jobstate import JobState
-from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 from mrsched.operator.model.pods import PodAttempt, TaskType
 
 RACKS = {"a1": "rack-1", "a2": "rack-1", "b1": "rack-2", "b2": "rack-2"}

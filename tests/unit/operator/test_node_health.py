@@ -35,7 +35,7 @@ from mrsched.operator.learning.health import (
 )
 from mrsched.operator.learning.profiles import ProfileStore, utc_stamp
 from mrsched.operator.model.config import OperatorConfig
-from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 from mrsched.operator.model.snapshot import NodeInfo
 
 T0 = 1_800_000_000.0

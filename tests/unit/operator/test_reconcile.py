@@ -12,7 +12,7 @@ from mrsched.operator.jobs.reconcile import JobReconciler
 from mrsched.operator.kube.kubeapi import ClusterApi
 from mrsched.operator.model.config import OperatorConfig
 from mrsched.operator.model.jobstate import JobState
-from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 from mrsched.operator.model.pods import PodAttempt
 from mrsched.operator.model.roundstats import RoundStats
 from mrsched.operator.model.snapshot import NodeInfo

@@ -81,8 +81,10 @@ def _models(module: types.ModuleType) -> list[type[BaseModel]]:
     return [
         cls
         for cls in vars(module).values()
-        if inspect.isclass(cls) and issubclass(cls, BaseModel) and cls.__module__ == module.__name__
-    ]
+        if inspect.isclass(cls)
+        and issubclass(cls, BaseModel)
+        and (cls.__module__ == module.__name__ or cls.__module__.startswith(f"{module.__name__}."))
+    ]  # the module's own models, or its subpackages' (mrsched.simulator.scenario's cluster and workload)
 
 
 def _numeric_default(info: FieldInfo) -> bool:

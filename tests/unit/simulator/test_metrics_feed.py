@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
-from mrsched.core.metrics import MetricsTracker, Sample
 from mrsched.core.model import ClusterSnapshot, NodeMetrics, Placement
+from mrsched.core.node_metrics import MetricsTracker, Sample
 from mrsched.policies.hadoop.fifo import Fifo
 from mrsched.simulator.engine import Simulation
 from mrsched.simulator.scenario import Scenario, ScenarioError, load_scenario

@@ -20,7 +20,7 @@ from mrsched.operator.kube.kubeapi import ClusterApi
 from mrsched.operator.kube.leader import LeadershipLost
 from mrsched.operator.model import tracking
 from mrsched.operator.model.jobstate import JobState
-from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 from mrsched.operator.model.pods import (
     ATTEMPT_LABEL,
     INDEX_LABEL,

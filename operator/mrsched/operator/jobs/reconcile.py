@@ -24,7 +24,7 @@ from mrsched.operator.model import snapshot as snap
 from mrsched.operator.model import status as job_status
 from mrsched.operator.model.config import OperatorConfig
 from mrsched.operator.model.jobstate import JobState, TaskState
-from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 from mrsched.operator.model.pods import TRANSIENT_WAITING, PodAttempt, parse_time
 from mrsched.operator.model.roundstats import RoundStats
 

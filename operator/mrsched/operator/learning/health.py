@@ -35,7 +35,7 @@ from mrsched.core.probes import Capability
 from mrsched.health import MonitorConfig, NodeHealth, SlowdownMonitor, profile_key
 from mrsched.operator.kube.kubeapi import ClusterApi
 from mrsched.operator.learning.profiles import ProfileStore, utc_stamp
-from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 from mrsched.operator.model.snapshot import DEGRADED_TAINT_KEY, NodeInfo
 
 log = logging.getLogger("mrsched.health")

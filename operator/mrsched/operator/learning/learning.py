@@ -21,7 +21,7 @@ from mrsched.operator.learning.health import NodeHealthReporter
 from mrsched.operator.model import snapshot as snap
 from mrsched.operator.model.config import OperatorConfig
 from mrsched.operator.model.jobstate import JobState, TaskState
-from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 from mrsched.operator.model.pods import PodAttempt
 
 

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mrsched.core.kuberules import Requirement, parse_selector
-from mrsched.core.metrics import FIELDS
+from mrsched.core.node_metrics import FIELDS
 from mrsched.core.probes import PROBE_REPEATS
 from mrsched.operator.model.nodemetrics import DEFAULT_QUERIES, MetricsSettings
 from mrsched.policies import policy_names

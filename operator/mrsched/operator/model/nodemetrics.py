@@ -1,6 +1,6 @@
 """Live node metrics from Prometheus for the scheduling snapshot: PromQL templates, the series-label → node
 mapping, and the time of every sample. What a sample's age means (fresh, stale, missing, unavailable) is decided
-in :mod:`mrsched.core.metrics`, which the simulator feeds too, so that a stale or missing series reaches
+in :mod:`mrsched.core.node_metrics`, which the simulator feeds too, so that a stale or missing series reaches
 policies as *unknown* (None with a status), never as zero.
 
 Each metric is one PromQL expression evaluated as an instant query; ``{window}`` in it is replaced by the
@@ -24,8 +24,8 @@ from typing import Any
 from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
-from mrsched.core.metrics import FIELDS, MetricsTracker, Sample
 from mrsched.core.model import NodeMetrics
+from mrsched.core.node_metrics import FIELDS, MetricsTracker, Sample
 
 log = logging.getLogger("mrsched.metrics")
 
@@ -84,7 +84,7 @@ def prometheus_query(url: str, timeout_s: float = 5.0) -> Query:
 
 
 class NodeMetricsSource:
-    """Reads every node's metrics from Prometheus each round into a :class:`~mrsched.core.metrics.MetricsTracker`
+    """Reads every node's metrics from Prometheus each round into a :class:`~mrsched.core.node_metrics.MetricsTracker`
     (which remembers each node's last sample, to tell stale from missing)."""
 
     def __init__(

@@ -15,7 +15,7 @@ from mrsched.operator.kube.kubeapi import ClusterApi
 from mrsched.operator.kube.kubeclient import api_client
 from mrsched.operator.model.config import OperatorConfig
 from mrsched.operator.model.gcsettings import tune_gc
-from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 from mrsched.operator.process import handlers
 from mrsched.operator.process.runner import OperatorRunner
 

@@ -13,7 +13,7 @@ from mrsched import __version__
 from mrsched.operator.kube.kubeapi import ClusterApi
 from mrsched.operator.kube.leader import FencedApi, LeaderLease, LeadershipLost, LeaseKeeper
 from mrsched.operator.model.config import OperatorConfig
-from mrsched.operator.model.metrics import OperatorMetrics
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 from mrsched.operator.scheduling.loop import SchedulingLoop
 
 log = logging.getLogger("mrsched.runner")

@@ -15,8 +15,8 @@ from collections import Counter
 from mrsched.core.model import Node, NodeMetrics
 from mrsched.core.policy import Policy
 from mrsched.operator.kube.kubeapi import ClusterApi
-from mrsched.operator.model.metrics import OperatorMetrics
 from mrsched.operator.model.nodemetrics import NodeMetricsSource
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 
 log = logging.getLogger("mrsched.loop")
 

@@ -45,8 +45,8 @@ from mrsched.operator.model import snapshot as snap
 from mrsched.operator.model import tracking
 from mrsched.operator.model.config import OperatorConfig
 from mrsched.operator.model.jobstate import JobState
-from mrsched.operator.model.metrics import OperatorMetrics
 from mrsched.operator.model.nodemetrics import NodeMetricsSource, prometheus_query
+from mrsched.operator.model.operator_metrics import OperatorMetrics
 from mrsched.operator.model.pods import parse_time, read_attempt, task_pod
 from mrsched.operator.model.roundstats import RoundStats
 from mrsched.operator.scheduling.canary import CanaryGate, busy_nodes, canary_explanation, canary_spec

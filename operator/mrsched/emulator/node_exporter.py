@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from mrsched.core.metrics import LOAD_SAMPLE_S, LOAD_WINDOWS_S, LoadAverage
+from mrsched.core.node_metrics import LOAD_SAMPLE_S, LOAD_WINDOWS_S, LoadAverage
 from mrsched.emulator.runners import NodeUsage
 
 __all__ = ["LOAD_SAMPLE_S", "LoadAverage", "NodeInfo", "NodeMetricsCollector"]

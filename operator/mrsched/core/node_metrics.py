@@ -2,7 +2,7 @@
 
 One module decides what a sample means, for the operator (samples read from Prometheus by
 ``mrsched.operator.model.nodemetrics``) and the simulator (samples of its own node models,
-``mrsched.simulator.metrics``):
+``mrsched.simulator.scraped_metrics``):
 how old it is, and whether a policy may trust it. Policies get a :class:`~mrsched.core.model.NodeMetrics` per
 node in ``ClusterSnapshot.metrics``, with a status:
 

@@ -1,10 +1,10 @@
 """The simulator's Prometheus: node metrics from the physics models, scraped with a lag, into the same
-:class:`~mrsched.core.metrics.MetricsTracker` the operator fills from the real Prometheus.
+:class:`~mrsched.core.node_metrics.MetricsTracker` the operator fills from the real Prometheus.
 
 What it models, per node, as node_exporter and Prometheus would report it:
 
 * ``load1``: the kernel's damped 1-minute load average of runnable threads, sampled every 5 s
-  (:class:`~mrsched.core.metrics.LoadAverage`; seed 000 relies on its lag, digest dhok-varma A10);
+  (:class:`~mrsched.core.node_metrics.LoadAverage`; seed 000 relies on its lag, digest dhok-varma A10);
 * ``cpu_utilisation``, ``disk_bytes_per_s``, ``network_bytes_per_s``: ``rate()`` of the node's cumulative
   counters over ``rateWindowS``, as of the latest scrape;
 * ``memory_available_mb``: memory minus what the running tasks use, as of the latest scrape.
@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 
-from mrsched.core.metrics import LoadAverage, MetricsTracker, Sample
 from mrsched.core.model import Node, NodeMetrics
+from mrsched.core.node_metrics import LoadAverage, MetricsTracker, Sample
 from mrsched.core.physics import NodeModel
 from mrsched.simulator.scenario import MetricsSpec
 
