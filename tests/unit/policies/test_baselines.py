@@ -171,3 +171,14 @@ def test_a_placement_the_node_could_not_admit_is_placed_again_at_once(name: str)
     snap = ClusterSnapshot(1.0, ns, {"n0": [], "n1": [a for a in snap.running["n1"]]}, [j])
     again = policy.assign(snap, "n0")
     assert [p.task.index for p in again] == [0], "the dropped map first, on the next heartbeat"
+
+
+def test_every_policy_with_options_reads_them_typed_through_configured() -> None:
+    # One way to reach a policy's own options (Configured[XConfig].cfg), not a re-typed copy of self.config per
+    # policy: the regression was Throughput's `self.cfg: ThroughputConfig = self.config  # type: ignore`.
+    from mrsched.core.policy import Configured, PolicyConfig, registered
+
+    with_options = {name: cls for name, cls in registered().items() if cls.Config is not PolicyConfig}
+    assert "throughput" in with_options and "fair" in with_options
+    untyped = sorted(name for name, cls in with_options.items() if not issubclass(cls, Configured))
+    assert untyped == [], f"policies with options outside Configured: {untyped}"

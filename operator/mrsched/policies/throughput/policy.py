@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mrsched.core.locality import LEVEL_RANK
 from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placement, Task, TaskOutcome
-from mrsched.core.policy import PolicyConfig, register
+from mrsched.core.policy import Configured, PolicyConfig, register
 from mrsched.core.probes import Capability, slowed
 from mrsched.policies.hadoop.fifo import fifo_order
 from mrsched.policies.hadoop.slots import SlotPolicy
@@ -109,7 +109,7 @@ class _Profile:
 
 
 @register
-class Throughput(SlotPolicy):
+class Throughput(Configured[ThroughputConfig], SlotPolicy):
     name = "throughput"
     # Its posteriors learn from outcomes only, its planned experiments change with launches, and the nodes it
     # remembers for outcomes are the snapshot's own dict (changed in place): a heartbeat with nothing to start
@@ -120,7 +120,6 @@ class Throughput(SlotPolicy):
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
-        self.cfg: ThroughputConfig = self.config  # type: ignore[assignment]
         self._profiles: dict[str, _Profile] = {}
         # Running maps as planned experiments: task key -> (app, node).
         self._planned: dict[str, tuple[str, str]] = {}
