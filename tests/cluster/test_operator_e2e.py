@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from mrsched.operator.model import taskrecord
+from mrsched.operator.model.pods import INDEX_LABEL, TYPE_LABEL
 from tests.conftest import EmulateFactory
 from tests.kubehelpers import Kube, wait_for
 from tests.operatorhelpers import (
@@ -346,21 +348,43 @@ def test_failed_task_is_retried_and_exhausted_backoff_fails_the_job(
 def test_operator_killed_mid_job_resumes_and_counts_each_task_once(
     kube: Kube, namespace: str, emulate: EmulateFactory, operator: OperatorProcess, tmp_path: Path
 ) -> None:
-    emulate({"medium": 1}, mode="process")  # 2 map slots: six maps run in three waves
+    """SIGKILL while the first wave of maps runs and the operator has nothing in flight: the restarted operator
+    adopts the running pods and creates the rest, each task once, at attempt 0. (A kill between recording an
+    attempt and creating its pod burns that attempt number by design; tests/chaos/test_operator_killed.py
+    covers that case. So the kill waits until every recorded map attempt has its pod running, and maps of ~3 s
+    (0.3 s per 200000 samples measured on this machine) keep the wave from ending first: with 0.3-s maps and a
+    wait for any two pods, the kill once landed mid-create in CI.)"""
+    emulate({"medium": 1}, mode="process")  # room for 4 maps by requests: six maps run in two waves
     data = tmp_path / "data" / "data" / "namespaces" / namespace
+    samples = 2_000_000
     apply(
         kube,
         namespace,
         job_manifest(
             "pi",
-            workload={"app": "pi", "parameters": {"samples": 200000}},
+            workload={"app": "pi", "parameters": {"samples": samples}},
             output={"path": "pi"},
             maps=6,
             reduces=1,
             reduceSlowStart=1.0,
         ),
     )
-    wait_for(lambda: len(task_pods(kube, namespace, "pi")) >= 2, 60, "the first wave of maps")
+
+    def first_wave_running() -> bool:
+        # Every map attempt the operator has recorded has its pod, all of them run, none has ended: the
+        # operator has nothing in flight (a recorded attempt without its pod would be burnt by the kill).
+        maps = [
+            p for p in task_pods(kube, namespace, "pi") if p["metadata"]["labels"].get(TYPE_LABEL) == "map"
+        ]
+        recorded = taskrecord.parse(get_job(kube, namespace, "pi").get("status") or {})["map"].attempts
+        created = {int(p["metadata"]["labels"][INDEX_LABEL]) for p in maps}
+        return (
+            len(maps) >= 2
+            and set(recorded) == created
+            and all((p.get("status") or {}).get("phase") == "Running" for p in maps)
+        )
+
+    wait_for(first_wave_running, 60, "the first wave of maps to run")
     operator.kill()  # SIGKILL: no clean-up, no last status write
     assert (get_job(kube, namespace, "pi").get("status") or {}).get("phase") != "Succeeded"
 
@@ -379,7 +403,7 @@ def test_operator_killed_mid_job_resumes_and_counts_each_task_once(
         f"pi-{uid}-r00000-a0",
     ], "one attempt per task, no orphan"
     values = dict(line.split("\t") for line in (data / "pi" / "part-r-00000").read_text().splitlines())
-    assert int(values["samples"]) == 6 * 200000, "every map counted exactly once"
+    assert int(values["samples"]) == 6 * samples, "every map counted exactly once"
 
 
 def test_a_stopped_leader_hands_the_lease_over_at_once(
