@@ -8,8 +8,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,24 +19,14 @@ from tests.kubehelpers import Kube, phase_in, task_pod, wait_for
 from tests.operatorhelpers import (
     OperatorProcess,
     apply,
-    apply_crds,
     get_job,
     job_manifest,
-    start_operator,
     task_pods,
     wait_phase,
 )
 
 MB = 2**20
 REQUESTS = {"map": {"cpu": "500m", "memory": "512Mi"}, "reduce": {"cpu": "500m", "memory": "512Mi"}}
-
-
-@pytest.fixture
-def operator(kube: Kube, namespace: str, tmp_path: Path) -> Iterator[OperatorProcess]:
-    apply_crds(kube)
-    handle = start_operator(kube, namespace, tmp_path / "logs")
-    yield handle
-    handle.stop()
 
 
 def wordcount(name: str, maps: int, mb_per_map: int, **extra: Any) -> dict[str, Any]:
