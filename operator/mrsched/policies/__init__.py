@@ -22,6 +22,7 @@ from mrsched.policies.diagnosis import policy as _diagnosis  # noqa: F401
 from mrsched.policies.hadoop import capacity, fair, fifo  # noqa: F401
 from mrsched.policies.kube import default as _kube_default  # noqa: F401
 from mrsched.policies.lsps import policy as _lsps  # noqa: F401
+from mrsched.policies.mrsched import policy as _mrsched  # noqa: F401
 from mrsched.policies.throughput import policy as _throughput  # noqa: F401
 
 

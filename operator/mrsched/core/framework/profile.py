@@ -1,7 +1,7 @@
 """A policy as a set of plugins, run as kube-scheduler runs a profile's scheduling cycle, one task at a time:
 
 1. **QueueSort** orders the jobs; within a job its pending maps come first (index order), then its reduces once
-   slow-start allows them.
+   slow-start allows them (or once the profile's ``reduces_released`` says so).
 2. **Filter**: a node must pass Kubernetes' own filters and have room for the task's pod
    (:meth:`ClusterSnapshot.fits`, which enforces :attr:`Job.nodes`), then every filter plugin of the profile.
 3. **Score**: Σ weight × score over the profile's score plugins; the highest total wins, the earliest offered
@@ -71,6 +71,8 @@ class Profile:
     #: The explanation's words for a placement, given the chosen node's total score; by default the queue
     #: order's and the scores' names.
     explain: Callable[[float], str] | None = None
+    #: When a job's reduces may be placed (default: Hadoop's slow-start, :meth:`Job.reduces_allowed`).
+    reduces_released: Callable[[Job], bool] | None = None
     plugins: tuple[object, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
@@ -125,12 +127,15 @@ class PluginPolicy(Policy):
         # The kinds some offered node has a slot for (the first test of ``fits``): a task of another kind fits
         # nowhere, so its jobs need no pass over the nodes (most heartbeats of a busy day find the node full).
         open_kinds = _open_kinds(snapshot, offered)
+        released = profile.reduces_released or Job.reduces_allowed
         for job in ordered:
             if not open_kinds:
                 break
-            kinds: tuple[TaskType, ...] = ("map", "reduce") if job.reduces_allowed() else ("map",)
+            kinds: tuple[TaskType, ...] = ("map", "reduce")
             for kind in kinds:
-                if kind not in open_kinds:
+                # Asked after the job's maps of this round are placed: a release rule that counts placed maps
+                # (mrsched's) lets the reduces start in the same round.
+                if kind not in open_kinds or (kind == "reduce" and not released(job)):
                     continue
                 for task in self._pending.of(job, kind):
                     placement = self._place_one(snapshot, job, task, offered)

@@ -1,0 +1,157 @@
+"""mrsched's plugins (:mod:`mrsched.core.framework.profile`): which job first, which node, and when a task waits.
+
+* :class:`ShortestWorkFirst` (QueueSort): the job with the least predicted remaining work first (SRPT, the
+  order that minimises mean job time on one machine), its key lowered by its age so that a large job is not
+  starved by a stream of small ones: ``remaining_s − ageing × (now − submitted)``.
+* :class:`SoonestFinish` (Score): minus the task's predicted duration on the node at its load
+  (:class:`~mrsched.policies.mrsched.demand.DemandModel`): the fastest node for this task's kind of work.
+* :class:`WaitForFaster` (Permit): at the end of a phase, when the cluster has more free places than startable
+  tasks (so holding one back idles nothing another task would use), a task waits rather than start on a node
+  where it would finish ``waitGain`` times later than on a busy node predicted to free soon. While startable
+  work exceeds the free places it never waits: the policy stays work-conserving.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mrsched.core.model import ClusterSnapshot, Job, Node, Placement, Task
+from mrsched.policies.mrsched.demand import DemandModel
+
+
+class ShortestWorkFirst:
+    name = "ShortestWorkFirst"
+    depends_on_jobs_only = False  # the key changes as tasks finish and as the jobs age
+
+    def __init__(self, model: DemandModel, ageing: float) -> None:
+        self.model = model
+        self.ageing = ageing
+
+    def order(self, snapshot: ClusterSnapshot, jobs: Sequence[Job]) -> list[Job]:
+        for job in jobs:
+            self.model.remember(job)
+        now = snapshot.now
+
+        def key(job: Job) -> tuple[float, float]:
+            return self.model.remaining_s(job) - self.ageing * (now - job.submit_s), job.submit_s
+
+        return sorted(jobs, key=key)
+
+
+class SubmissionOrder:
+    """QueueSort for the ablation without job order: first submitted, first served (Hadoop's FIFO)."""
+
+    name = "SubmissionOrder"
+    depends_on_jobs_only = True
+
+    def __init__(self, model: DemandModel) -> None:
+        self.model = model
+
+    def order(self, snapshot: ClusterSnapshot, jobs: Sequence[Job]) -> list[Job]:
+        for job in jobs:
+            self.model.remember(job)
+        return sorted(jobs, key=lambda j: j.submit_s)
+
+
+class SoonestFinish:
+    """Score: minus the predicted duration (s). Keeps each offered node's load for the round, grown by each
+    placement it reserves, so that the tasks of one round spread as their predicted times say. With
+    ``speed_aware`` off (the ablation) every node is taken for the reference machine: only the load counts."""
+
+    name = "SoonestFinish"
+
+    def __init__(self, model: DemandModel, speed_aware: bool = True) -> None:
+        self.model = model
+        self.speed_aware = speed_aware
+        self.nodes: dict[str, Node] = {}
+        self._load: dict[str, tuple[int, float]] = {}
+
+    def begin_round(self, snapshot: ClusterSnapshot, offered: list[str]) -> None:
+        self.nodes = snapshot.nodes
+        self._load = {}
+
+    def predicted(self, snapshot: ClusterSnapshot, task: Task, node: str) -> float:
+        load = self._load.get(node)
+        if load is None:
+            load = self._load[node] = self.model.load_of(snapshot, node)
+        n = snapshot.nodes[node]
+        if not self.speed_aware:
+            n = Node(n.name, n.cores, n.memory_mb)
+        app = self.model.apps.get(task.job_id, "")
+        return self.model.duration(n, app, task, *load)
+
+    def score(self, snapshot: ClusterSnapshot, task: Task, node: str) -> float:
+        return -self.predicted(snapshot, task, node)
+
+    def reserve(self, snapshot: ClusterSnapshot, placement: Placement) -> None:
+        self._load.pop(placement.node, None)
+
+    def unreserve(self, snapshot: ClusterSnapshot, placement: Placement) -> None:
+        self._load.pop(placement.node, None)
+
+    def on_job_finished(self, job: Job, now: float) -> None:
+        self.model.forget(job)
+
+    def on_task_finished(self, outcome: object) -> None:
+        from mrsched.core.model import TaskOutcome
+
+        if isinstance(outcome, TaskOutcome):
+            self.model.learn(outcome, self.nodes.get(outcome.node))
+
+    def state(self) -> dict[str, dict[str, dict[str, float]]]:
+        return {"apps": self.model.state()}
+
+    def load_state(self, state: dict[str, dict[str, dict[str, float]]]) -> None:
+        self.model.load_state(state.get("apps", {}))
+
+
+class WaitForFaster:
+    """Permit (module docstring). ``gain`` ≤ 1 turns waiting off."""
+
+    name = "WaitForFaster"
+
+    def __init__(self, finish: SoonestFinish, gain: float, released: Callable[[Job], bool]) -> None:
+        self.finish = finish
+        self.gain = gain
+        self.released = released
+        self._tail = False
+
+    def begin_round(self, snapshot: ClusterSnapshot, offered: list[str]) -> None:
+        # Placements and waits change startable work and free places alike, so their comparison holds for the
+        # round: only a round whose free places outnumber what could start may hold a task back.
+        if self.gain <= 1.0:
+            self._tail = False
+            return
+        free = sum(snapshot.free_slots(n, "map") for n in snapshot.nodes)
+        startable = sum(
+            job.unstarted("map") + (job.unstarted("reduce") if self.released(job) else 0)
+            for job in snapshot.jobs
+        )
+        self._tail = startable <= free
+
+    def permit(self, snapshot: ClusterSnapshot, placement: Placement) -> bool:
+        if not self._tail:
+            return True
+        task, here = placement.task, placement.node
+        job = snapshot.job(task.job_id)
+        finish_here = self.finish.predicted(snapshot, task, here)
+        for name in snapshot.nodes:
+            if name == here or snapshot.fits(name, job, task.kind):
+                continue  # a node with room was scored already and finished later
+            free_at = self._frees_in(snapshot, name)
+            if free_at is None:
+                continue
+            if (free_at + self.finish.predicted(snapshot, task, name)) * self.gain <= finish_here:
+                return False
+        return True
+
+    def _frees_in(self, snapshot: ClusterSnapshot, node: str) -> float | None:
+        """Seconds until the first task running on ``node`` is predicted to end (None: nothing runs there)."""
+        model, n = self.finish.model, snapshot.nodes[node]
+        soonest: float | None = None
+        for attempt in snapshot.running.get(node, ()):
+            app = model.apps.get(attempt.task.job_id, "")
+            load = model.load_of(snapshot, node)
+            left = attempt.start_s + model.duration(n, app, attempt.task, load[0] - 1, load[1]) - snapshot.now
+            soonest = max(left, 0.0) if soonest is None else min(soonest, max(left, 0.0))
+        return soonest
