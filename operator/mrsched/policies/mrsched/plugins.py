@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from mrsched.core.counts import pods_that_fit
 from mrsched.core.model import ClusterSnapshot, Job, Node, Placement, Task
 from mrsched.policies.mrsched.demand import DemandModel
 
@@ -155,3 +156,83 @@ class WaitForFaster:
             left = attempt.start_s + model.duration(n, app, attempt.task, load[0] - 1, load[1]) - snapshot.now
             soonest = max(left, 0.0) if soonest is None else min(soonest, max(left, 0.0))
         return soonest
+
+
+class PhaseEnd:
+    """Filter: keeps a job's task off a slow node where it would end after the job's other tasks of its kind
+    would all be done on the faster ones, so that the node goes to the next job in order instead (the framework
+    moves on when no node passes) and the job's last tasks are not its slowest. A node is refused when the task
+    would take ``gain`` times longer there than the job's tasks left of that kind take elsewhere, that time
+    estimated as a fluid: each other node m that admits the job runs ``c_m`` of its pods at once (its allocatable
+    over the pod's request) at ``c_m / d_m`` tasks a second (``d_m`` the task's predicted time there), from
+    now if it has room or from when its first running task is predicted to end (never, if nothing runs there
+    and it has no room). ``gain`` ≤ 1 turns it off."""
+
+    name = "PhaseEnd"
+
+    def __init__(self, finish: SoonestFinish, wait: WaitForFaster, gain: float) -> None:
+        self.finish = finish
+        self.wait = wait
+        self.gain = gain
+        self._lanes: dict[tuple[str, str], tuple[int, list[tuple[str, float, float, float]]]] = {}
+
+    def begin_round(self, snapshot: ClusterSnapshot, offered: list[str]) -> None:
+        self._lanes = {}
+
+    def filter(self, snapshot: ClusterSnapshot, task: Task, node: str) -> str | None:
+        if self.gain <= 1.0:
+            return None
+        job = snapshot.job(task.job_id)
+        here = self.finish.predicted(snapshot, task, node)
+        lanes = [lane for lane in self._lanes_of(snapshot, job, task) if lane[0] != node]
+        if not lanes or here <= min(start + each for _, start, each, _ in lanes):
+            return None  # no other node could start it sooner
+        left = job.unstarted(task.kind)
+        elsewhere = _fluid_finish(lanes, left)
+        if here < self.gain * elsewhere:
+            return None
+        return f"ends in {here:.0f} s here; its job's {left} {task.kind}s left end in {elsewhere:.0f} s elsewhere"
+
+    def _lanes_of(
+        self, snapshot: ClusterSnapshot, job: Job, task: Task
+    ) -> list[tuple[str, float, float, float]]:
+        """(node, seconds until it can start one, predicted seconds of one there, pods of the job it holds)."""
+        key = (job.id, task.kind)
+        kept = self._lanes.get(key)
+        if kept is not None and kept[0] == snapshot.version:
+            return kept[1]
+        request = job.request(task.kind)
+        lanes = []
+        for name, n in snapshot.nodes.items():
+            if not snapshot.admits(name, job):
+                continue
+            if snapshot.fits(name, job, task.kind):
+                start: float | None = 0.0
+            else:
+                start = self.wait._frees_in(snapshot, name)
+            if start is None:
+                continue
+            holds = n.slots(task.kind)
+            if n.by_requests:
+                holds = min(holds, pods_that_fit(float(n.cores), n.memory_mb, request))
+            if holds <= 0:
+                continue
+            lanes.append((name, start, self.finish.predicted(snapshot, task, name), float(holds)))
+        self._lanes[key] = (snapshot.version, lanes)
+        return lanes
+
+
+def _fluid_finish(lanes: list[tuple[str, float, float, float]], tasks: int) -> float:
+    """Seconds until ``tasks`` tasks are done by the lanes run as a fluid (:class:`PhaseEnd`), and never before
+    the soonest one task could end."""
+    soonest = min(start + each for _, start, each, _ in lanes)
+    rate, done_at_start, t = 0.0, 0.0, 0.0
+    ordered = sorted(lanes, key=lambda lane: lane[1])
+    for i, (_, start, each, holds) in enumerate(ordered):
+        done_at_start += rate * (start - t)
+        t = start
+        rate += holds / max(each, 1e-9)
+        upcoming = ordered[i + 1][1] if i + 1 < len(ordered) else float("inf")
+        if done_at_start + rate * (upcoming - t) >= tasks:
+            return max(t + (tasks - done_at_start) / rate, soonest)
+    return soonest

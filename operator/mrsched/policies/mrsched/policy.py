@@ -27,7 +27,13 @@ from mrsched.core.framework.profile import PluginPolicy, Profile
 from mrsched.core.model import Job
 from mrsched.core.policy import Configured, PolicyConfig, register
 from mrsched.policies.mrsched.demand import DemandModel
-from mrsched.policies.mrsched.plugins import ShortestWorkFirst, SoonestFinish, SubmissionOrder, WaitForFaster
+from mrsched.policies.mrsched.plugins import (
+    PhaseEnd,
+    ShortestWorkFirst,
+    SoonestFinish,
+    SubmissionOrder,
+    WaitForFaster,
+)
 
 
 class MrschedConfig(PolicyConfig):
@@ -39,6 +45,9 @@ class MrschedConfig(PolicyConfig):
     #: How much sooner a busy node must finish a task for the task to wait for it (assumption: 2x, a clear
     #: gain against the error of a prediction from few observations).
     wait_gain: float = Field(2.0, alias="waitGain", ge=1)
+    #: How much longer than the job's other tasks left take elsewhere a task must take on a node to be kept off
+    #: it (:class:`PhaseEnd`; assumption: 1.5x; 1 turns it off).
+    phase_end_gain: float = Field(1.5, alias="phaseEndGain", ge=1)
     reduce_release: Literal["maps-placed", "slowstart"] = Field("maps-placed", alias="reduceRelease")
     #: A task's reference seconds before any application has been learned (assumption; it only orders jobs
     #: of unknown applications by their tasks left).
@@ -67,10 +76,12 @@ class Mrsched(Configured[MrschedConfig], PluginPolicy):
         released = maps_placed if cfg.reduce_release == "maps-placed" else Job.reduces_allowed
         finish = SoonestFinish(model, cfg.speed_aware)
         wait = WaitForFaster(finish, cfg.wait_gain, released)
+        phase_end = PhaseEnd(finish, wait, cfg.phase_end_gain)
         order_words = "shortest work first" if cfg.job_order == "shortest-work" else "first submitted"
         return Profile(
             queue_sort=queue,
             scores=((finish, 1.0),),
+            filters=(phase_end,),
             permits=(wait,),
             reduces_released=released,
             explain=lambda score: f"{order_words}; soonest finish here ({-score:.1f} s predicted)",
