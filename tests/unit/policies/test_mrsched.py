@@ -114,6 +114,12 @@ def test_each_task_goes_to_the_node_that_finishes_it_soonest_by_the_probed_model
     placed = policy.schedule_round(_snapshot([slow, fast], [job]), ["slow", "fast"])
     assert [(p.task.index, p.node) for p in placed] == [(0, "fast")]
     assert placed[0].explanation.score == pytest.approx(-6.0)
+    # The slow node is not even the runner-up: its 25 s is over 1.2x the 6 s the job's one map takes on fast, so
+    # PhaseEnd keeps the map off it; with PhaseEnd off it is.
+    assert placed[0].explanation.runner_up is None
+    off = make_policy("mrsched", {"phaseEndGain": 1})
+    _teach(off, _job("seen", 1), fast, 5.0)
+    placed = off.schedule_round(_snapshot([slow, fast], [_job("pi", 1)]), ["slow", "fast"])
     assert placed[0].explanation.runner_up == "slow"
     # Speed-blind (the ablation): every node is the reference machine, so the first offered empty node wins.
     blind = make_policy("mrsched", {"speedAware": False})
@@ -134,14 +140,26 @@ def test_a_node_judged_degraded_has_its_speed_discounted() -> None:
     assert [p.node for p in placed] == ["slow"]
 
 
-def test_it_is_work_conserving_every_free_place_takes_a_task_while_tasks_wait() -> None:
-    jobs = [_job("a", 5, reduces=1), _job("b", 7, reduces=1)]
+def test_a_place_one_job_declines_goes_to_the_next_job_and_none_idles_while_it_has_a_use() -> None:
+    # Default 10-s tasks (nothing learned): 3.5 s on fast (4 places), 15 s on slow (2 places).
+    jobs = [_job("a", 5, reduces=1), _job("b", 40)]
     nodes = [_node("fast", 4, FAST), _node("slow", 2, SLOW)]
     placed = make_policy("mrsched").schedule_round(_snapshot(nodes, jobs), ["fast", "slow"])
-    assert len(placed) == 6  # 6 places by requests (1 CPU a pod), 12 tasks waiting: none left idle
-    assert sum(p.node == "fast" for p in placed) == 4 and sum(p.node == "slow" for p in placed) == 2
-    # The shorter job first, whole: a's five maps, then its reduce (released, every map placed); b's maps wait.
-    assert sorted((p.task.job_id, p.task.kind) for p in placed) == [("a", "map")] * 5 + [("a", "reduce")]
+    # a first (least work), on fast. Its fifth map would end on slow in 15 s, while fast does it in about 4.4 s:
+    # PhaseEnd keeps it off slow, and slow's two places go to b, whose 40 maps keep fast busy far longer.
+    assert sorted((p.task.job_id, p.node) for p in placed) == [("a", "fast")] * 4 + [("b", "slow")] * 2
+    assert not any(
+        p.task.kind == "reduce" for p in placed
+    )  # a's fifth map waits, so its reduce is not released
+    # When no job has a use for slow that beats fast, slow idles: b of 7 maps finishes sooner on fast alone.
+    jobs = [_job("a", 5, reduces=1), _job("b", 7)]
+    placed = make_policy("mrsched").schedule_round(_snapshot(nodes, jobs), ["fast", "slow"])
+    assert [p.node for p in placed] == ["fast"] * 4
+    # PhaseEnd off (the ablation): every free place takes a task.
+    placed = make_policy("mrsched", {"phaseEndGain": 1}).schedule_round(
+        _snapshot(nodes, jobs), ["fast", "slow"]
+    )
+    assert len(placed) == 6
 
 
 def test_reduces_are_released_once_every_map_is_placed_not_by_slow_start() -> None:
@@ -180,7 +198,7 @@ def test_at_a_phase_end_a_task_waits_for_a_busy_node_that_finishes_it_twice_as_s
     snap, _ = _busy_fast_cluster(running_for=5.0)
     assert policy.schedule_round(snap, ["fast", "slow"]) == []
     # With waitGain 4 the gain of 3.6x is not clear enough: it starts on slow now.
-    patient = make_policy("mrsched", {"waitGain": 4.0})
+    patient = make_policy("mrsched", {"waitGain": 4.0, "phaseEndGain": 1})
     _teach(patient, _job("seen", 1), _node("fast", 1, FAST), 5.0)
     snap, _ = _busy_fast_cluster(running_for=5.0)
     assert [p.node for p in patient.schedule_round(snap, ["fast", "slow"])] == ["slow"]

@@ -73,11 +73,24 @@ class Profile:
     explain: Callable[[float], str] | None = None
     #: When a job's reduces may be placed (default: Hadoop's slow-start, :meth:`Job.reduces_allowed`).
     reduces_released: Callable[[Job], bool] | None = None
+    #: A job's released reduces are placed before its maps (default: after): a reduce that shuffles while
+    #: the maps run then holds its place from the release on, as a pod created at slow-start does in
+    #: kube-scheduler's queue, where the job's maps would otherwise take every place first.
+    reduces_first: bool = False
+    #: Other objects that want the plugins' hooks (``begin_round``, the learning hooks) though they sit at no
+    #: extension point (a ``reduces_released`` rule that reads the round's snapshot).
+    hooks_only: tuple[object, ...] = ()
     plugins: tuple[object, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
         unique: dict[int, object] = {}
-        for plugin in (self.queue_sort, *self.filters, *(p for p, _ in self.scores), *self.permits):
+        for plugin in (
+            self.queue_sort,
+            *self.filters,
+            *(p for p, _ in self.scores),
+            *self.permits,
+            *self.hooks_only,
+        ):
             unique.setdefault(id(plugin), plugin)
         object.__setattr__(self, "plugins", tuple(unique.values()))
 
@@ -131,7 +144,9 @@ class PluginPolicy(Policy):
         for job in ordered:
             if not open_kinds:
                 break
-            kinds: tuple[TaskType, ...] = ("map", "reduce")
+            kinds: tuple[TaskType, ...] = (
+                ("reduce", "map") if profile.reduces_first and released(job) else ("map", "reduce")
+            )
             for kind in kinds:
                 # Asked after the job's maps of this round are placed: a release rule that counts placed maps
                 # (mrsched's) lets the reduces start in the same round.

@@ -142,6 +142,22 @@ class DemandModel:
                 total += each * (job.unstarted(kind) + job.running(kind) / 2)
         return total
 
+    def remaining_time_s(self, job: Job, places: dict[str, int]) -> float:
+        """Seconds the job would still take with the cluster to itself, in reference seconds: its maps' work
+        (as :meth:`remaining_s` counts it) spread over the ``places`` the cluster has for its map pods, then its
+        reduces', spread over the reduce places but never less than one reduce's time (a reduce is not
+        divided). The order key that credits a job's unparallelisable tail, where :meth:`remaining_s` counts
+        only its work."""
+        total = 0.0
+        kinds: tuple[TaskType, ...] = ("map", "reduce")
+        for kind in kinds:
+            tasks = job.tasks(kind)
+            left = job.unstarted(kind) + job.running(kind) / 2
+            if tasks and left > 0:
+                each = self.reference_s(job.app, tasks[0])
+                total += max(each * left / max(places.get(kind, 1), 1), each if kind == "reduce" else 0.0)
+        return total
+
     def state(self) -> dict[str, dict[str, float]]:
         """The learned θ by ``app/kind`` (PolicyProfile ``status``: sums and counts, so a restart resumes them)."""
         return {

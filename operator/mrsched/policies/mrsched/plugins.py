@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mrsched.core.counts import pods_that_fit
-from mrsched.core.model import ClusterSnapshot, Job, Node, Placement, Task
+from mrsched.core.model import ClusterSnapshot, Job, Node, Placement, Task, TaskType
 from mrsched.policies.mrsched.demand import DemandModel
 
 
@@ -24,9 +24,10 @@ class ShortestWorkFirst:
     name = "ShortestWorkFirst"
     depends_on_jobs_only = False  # the key changes as tasks finish and as the jobs age
 
-    def __init__(self, model: DemandModel, ageing: float) -> None:
+    def __init__(self, model: DemandModel, ageing: float, by_time: bool = False) -> None:
         self.model = model
         self.ageing = ageing
+        self.by_time = by_time
 
     def order(self, snapshot: ClusterSnapshot, jobs: Sequence[Job]) -> list[Job]:
         for job in jobs:
@@ -34,9 +35,36 @@ class ShortestWorkFirst:
         now = snapshot.now
 
         def key(job: Job) -> tuple[float, float]:
-            return self.model.remaining_s(job) - self.ageing * (now - job.submit_s), job.submit_s
+            if self.by_time:
+                left = self.model.remaining_time_s(job, places_of(snapshot, job))
+            else:
+                left = self.model.remaining_s(job)
+            return left - self.ageing * (now - job.submit_s), job.submit_s
 
         return sorted(jobs, key=key)
+
+
+def places_of(snapshot: ClusterSnapshot, job: Job) -> dict[str, int]:
+    """How many of the job's pods of each kind the cluster holds with nothing else running (its nodes' slots,
+    or their allocatable over the pod's request): kept while the jobs are unchanged."""
+
+    def count() -> dict[str, int]:
+        places: dict[str, int] = {}
+        kinds: tuple[TaskType, ...] = ("map", "reduce")
+        for kind in kinds:
+            request = job.request(kind)
+            total = 0
+            for name, n in snapshot.nodes.items():
+                if not snapshot.admits(name, job):
+                    continue
+                holds = n.slots(kind)
+                if n.by_requests:
+                    holds = min(holds, pods_that_fit(float(n.cores), n.memory_mb, request))
+                total += max(holds, 0)
+            places[kind] = total
+        return places
+
+    return snapshot.memo_jobs(("mrsched.places", job.id), count)
 
 
 class SubmissionOrder:
@@ -236,3 +264,30 @@ def _fluid_finish(lanes: list[tuple[str, float, float, float]], tasks: int) -> f
         if done_at_start + rate * (upcoming - t) >= tasks:
             return max(t + (tasks - done_at_start) / rate, soonest)
     return soonest
+
+
+class ReleaseByShuffle:
+    """When a job's reduces may start: once none of its maps waits for a place, or earlier, once the time its
+    maps' work left takes on its map places (as :meth:`DemandModel.remaining_time_s` counts it) is no more
+    than one of its reduces' predicted time, so that a long reduce's shuffle runs beside the last maps (the
+    reason for Hadoop's slow-start) while a short reduce is not started to wait for map output it cannot yet
+    fetch."""
+
+    name = "ReleaseByShuffle"
+
+    def __init__(self, model: DemandModel) -> None:
+        self.model = model
+        self._snapshot: ClusterSnapshot | None = None
+
+    def begin_round(self, snapshot: ClusterSnapshot, offered: list[str]) -> None:
+        self._snapshot = snapshot
+
+    def __call__(self, job: Job) -> bool:
+        if job.unstarted("map") == 0:
+            return True
+        snapshot, maps, reduces = self._snapshot, job.tasks("map"), job.tasks("reduce")
+        if snapshot is None or not reduces or not maps:
+            return False
+        places = places_of(snapshot, job)
+        map_left = self.model.reference_s(job.app, maps[0]) * (job.unstarted("map") + job.running("map") / 2)
+        return map_left / max(places["map"], 1) <= self.model.reference_s(job.app, reduces[0])

@@ -19,6 +19,7 @@ placement's explanation names the parts that decided it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import Field
@@ -29,6 +30,7 @@ from mrsched.core.policy import Configured, PolicyConfig, register
 from mrsched.policies.mrsched.demand import DemandModel
 from mrsched.policies.mrsched.plugins import (
     PhaseEnd,
+    ReleaseByShuffle,
     ShortestWorkFirst,
     SoonestFinish,
     SubmissionOrder,
@@ -37,7 +39,9 @@ from mrsched.policies.mrsched.plugins import (
 
 
 class MrschedConfig(PolicyConfig):
-    job_order: Literal["shortest-work", "submission"] = Field("shortest-work", alias="jobOrder")
+    job_order: Literal["shortest-work", "shortest-time", "submission"] = Field(
+        "shortest-work", alias="jobOrder"
+    )
     #: Reference seconds of remaining work a job's key loses per second it has waited (assumption: 1, so a
     #: job's age counts as much as its work; not tuned to a result).
     ageing: float = Field(1.0, ge=0)
@@ -46,9 +50,14 @@ class MrschedConfig(PolicyConfig):
     #: gain against the error of a prediction from few observations).
     wait_gain: float = Field(2.0, alias="waitGain", ge=1)
     #: How much longer than the job's other tasks left take elsewhere a task must take on a node to be kept off
-    #: it (:class:`PhaseEnd`; assumption: 1.5x; 1 turns it off).
-    phase_end_gain: float = Field(1.5, alias="phaseEndGain", ge=1)
-    reduce_release: Literal["maps-placed", "slowstart"] = Field("maps-placed", alias="reduceRelease")
+    #: it (:class:`PhaseEnd`; 1.2x, chosen on the contest scenarios among 1.2, 1.5 and 2, docs/mrsched.md; 1
+    #: turns it off).
+    phase_end_gain: float = Field(1.2, alias="phaseEndGain", ge=1)
+    reduce_release: Literal["maps-placed", "shuffle", "slowstart"] = Field(
+        "maps-placed", alias="reduceRelease"
+    )
+    #: A job's released reduces are placed before its maps (:attr:`Profile.reduces_first`).
+    reduces_first: bool = Field(False, alias="reducesFirst")
     #: A task's reference seconds before any application has been learned (assumption; it only orders jobs
     #: of unknown applications by their tasks left).
     default_task_s: float = Field(10.0, alias="defaultTaskS", gt=0)
@@ -69,20 +78,32 @@ class Mrsched(Configured[MrschedConfig], PluginPolicy):
         cfg = self.cfg
         model = DemandModel(cfg.default_task_s)
         queue = (
-            ShortestWorkFirst(model, cfg.ageing)
-            if cfg.job_order == "shortest-work"
+            ShortestWorkFirst(model, cfg.ageing, by_time=cfg.job_order == "shortest-time")
+            if cfg.job_order != "submission"
             else SubmissionOrder(model)
         )
-        released = maps_placed if cfg.reduce_release == "maps-placed" else Job.reduces_allowed
+        shuffle = ReleaseByShuffle(model)
+        rules: dict[str, Callable[[Job], bool]] = {
+            "maps-placed": maps_placed,
+            "shuffle": shuffle,
+            "slowstart": Job.reduces_allowed,
+        }
+        released = rules[cfg.reduce_release]
         finish = SoonestFinish(model, cfg.speed_aware)
         wait = WaitForFaster(finish, cfg.wait_gain, released)
         phase_end = PhaseEnd(finish, wait, cfg.phase_end_gain)
-        order_words = "shortest work first" if cfg.job_order == "shortest-work" else "first submitted"
+        order_words = {
+            "shortest-work": "shortest work first",
+            "shortest-time": "shortest time alone first",
+            "submission": "first submitted",
+        }[cfg.job_order]
         return Profile(
             queue_sort=queue,
             scores=((finish, 1.0),),
             filters=(phase_end,),
             permits=(wait,),
+            hooks_only=(shuffle,),
             reduces_released=released,
+            reduces_first=cfg.reduces_first,
             explain=lambda score: f"{order_words}; soonest finish here ({-score:.1f} s predicted)",
         )
