@@ -11,8 +11,16 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from contest_sections import decomposition, experiment_lines, offline_lines, sensitivity_table
+from contest_sections import (
+    ablation,
+    decomposition,
+    experiment_lines,
+    offline_lines,
+    ours_against_the_bar,
+    sensitivity_table,
+)
 from contest_setup import (
+    ABLATION,
     BASELINES,
     DECOMPOSITION,
     EXPERIMENTS,
@@ -109,7 +117,7 @@ def why(name: str, row: dict[str, Any], explained: dict[str, Any]) -> list[str]:
     ran = {
         p: v
         for p, v in row["policies"].items()
-        if "error" not in v and p not in {*EXPERIMENTS, *DECOMPOSITION}
+        if "error" not in v and p not in {*EXPERIMENTS, *DECOMPOSITION, *ABLATION}
     }
     best = min(ran, key=lambda p: ran[p]["makespan_s"])
     rec, kube = ran.get(RECOMMENDED, {}), ran["kube-default"]
@@ -227,6 +235,8 @@ def report(
         *[line for n, row in table.items() if any(misses(row)) for line in why(n, row, explained)],
         "",
         *decomposition(table),
+        *ours_against_the_bar(table),
+        *ablation(table),
         *(
             [*sensitivity_table(table, sensitivity[0], sensitivity[1]), sensitivity[2], ""]
             if sensitivity

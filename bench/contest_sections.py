@@ -7,7 +7,18 @@ import json
 import statistics
 from typing import Any
 
-from contest_setup import DECOMPOSITION, EXPERIMENTS, RECOMMENDED, REFERENCE, contest_scenario, policies_for
+from contest_setup import (
+    ABLATION,
+    DECOMPOSITION,
+    EXPERIMENTS,
+    OURS,
+    OURS_BAR,
+    OURS_LIMIT,
+    RECOMMENDED,
+    REFERENCE,
+    contest_scenario,
+    policies_for,
+)
 from scipy.stats import spearmanr
 
 from mrsched.simulator.parity import offline_inputs
@@ -18,7 +29,9 @@ def offline_lines(names: list[str]) -> list[str]:
     out = []
     for name in names:
         scenario, _ = contest_scenario(name)
-        given = offline_inputs(scenario, [p for p in policies_for(scenario) if p not in DECOMPOSITION])
+        given = offline_inputs(
+            scenario, [p for p in policies_for(scenario) if p not in {*DECOMPOSITION, *ABLATION}]
+        )
         held = {p: g for p, g in given.items() if g}
         if held:
             out.append(f"* {name}: " + "; ".join(f"{p}: {', '.join(g)}" for p, g in held.items()))
@@ -76,7 +89,7 @@ def sensitivity_table(
             ran = {
                 p: v
                 for p, v in r["policies"].items()
-                if "error" not in v and p not in {*EXPERIMENTS, *DECOMPOSITION}
+                if "error" not in v and p not in {*EXPERIMENTS, *DECOMPOSITION, *ABLATION}
             }
             kube = ran["kube-default"]["mean_job_time_s"]
             order = sorted(ran, key=lambda p: ran[p]["mean_job_time_s"])
@@ -131,6 +144,69 @@ def decomposition(table: dict[str, dict[str, Any]]) -> list[str]:
         "",
         f"| scenario | kube-default: real queue / job order | {RECOMMENDED}: with α / without |",
         "|---|---:|---:|",
+        *rows,
+        "",
+    ]
+
+
+def ours_against_the_bar(table: dict[str, dict[str, Any]]) -> list[str]:
+    """mrsched's ratios to kube-default per scenario, and how many meet issue 51's bar."""
+    rows, good, bad, short = [], 0, 0, 0
+    for name, row in table.items():
+        ran = row["policies"]
+        mine, kube = ran.get(OURS, {}), ran["kube-default"]
+        if "mean_job_time_s" not in mine:
+            continue
+        mean = mine["mean_job_time_s"] / kube["mean_job_time_s"]
+        span = mine["makespan_s"] / kube["makespan_s"]
+        good, bad, short = good + (mean <= OURS_BAR), bad + (mean > OURS_LIMIT), short + (span <= OURS_LIMIT)
+        mean_bound = mine["mean_job_time_s"] / row["mean_bound_s"]
+        span_bound = mine["makespan_s"] / row["lower_bound_s"]
+        rows.append(f"| {name} | {mean:.2f} | {span:.2f} | {span_bound:.2f} | {mean_bound:.2f} |")
+    if not rows:
+        return []
+    return [
+        f"## {OURS} against kube-default",
+        "",
+        f"`{OURS}` (docs/mrsched.md), as it ships: mean job time and makespan over kube-default's, and over the "
+        "bounds (means over the seeds).",
+        "",
+        "| scenario | mean job / kube-default | makespan / kube-default | makespan / bound | mean job / bound |",
+        "|---|---:|---:|---:|---:|",
+        *rows,
+        "",
+        f"**{OURS}**: mean job time at most {OURS_BAR:.2f}x kube-default's on {good} of {len(rows)} scenarios, "
+        f"above {OURS_LIMIT:.2f}x on {bad}; makespan at most {OURS_LIMIT:.2f}x kube-default's on {short} of "
+        f"{len(rows)}.",
+        "",
+    ]
+
+
+def ablation(table: dict[str, dict[str, Any]]) -> list[str]:
+    """mrsched's mean job time with each part off (:data:`ABLATION`), over mrsched's as it ships."""
+    labels = list(ABLATION)
+    rows = []
+    for name, row in table.items():
+        ran = row["policies"]
+        whole = ran.get(OURS, {}).get("mean_job_time_s")
+        if whole is None:
+            continue
+        cells = [
+            f"{ran[label]['mean_job_time_s'] / whole:.2f}" if "mean_job_time_s" in ran.get(label, {}) else "-"
+            for label in labels
+        ]
+        rows.append(f"| {name} | {whole:.0f} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    parts = "; ".join(f"`{label.split(':', 1)[1]}`: {json.dumps(opts)}" for label, opts in ABLATION.items())
+    return [
+        f"## {OURS}'s ablation: each part off in turn",
+        "",
+        f"Mean job time with one part of `{OURS}` off, over its mean job time with every part on (above 1: the "
+        f"part helps there). {parts}.",
+        "",
+        "| scenario | mean job time (s) | " + " | ".join(label.split(":", 1)[1] for label in labels) + " |",
+        "|---|---:|" + "---:|" * len(labels),
         *rows,
         "",
     ]

@@ -226,3 +226,41 @@ def test_learned_work_survives_a_restart_through_its_state() -> None:
     nodes = [_node("slow", 4, SLOW), fast]
     placed = restarted.schedule_round(_snapshot(nodes, [_job("next", 1, app="wordcount")]), ["slow", "fast"])
     assert placed[0].explanation.score == pytest.approx(-6.0)  # θc = 20 on κc = 4 with Ω = 1, not the default
+
+
+def _teach_reduce(policy: Policy, app: str, node: Node, cpu_s: float) -> None:
+    """A job of ``app`` with only a reduce, placed by the policy on ``node`` and finished with ``cpu_s`` CPU-s."""
+    job = _job(f"seen-{app}-reduce", 0, reduces=1, app=app)
+    (placed,) = policy.schedule_round(_snapshot([node], [job]), [node.name])
+    assert placed.task.kind == "reduce"
+    policy.on_task_finished(TaskOutcome(placed.task, node.name, 100.0, 100.0 + cpu_s, True, cpu_s=cpu_s))
+
+
+def test_shortest_time_alone_credits_a_long_reduce_that_shortest_work_does_not() -> None:
+    # On the reference machine: "tail" maps take 1 s and its reduce 100 s; "wide" maps 10 s. tail (4 maps and the
+    # reduce) has 104 s of work, wide (20 maps) 200 s: shortest work runs tail first. On 4 places, though, tail
+    # alone still takes 4/4 + 100 = 101 s (a reduce is not divided) and wide 200/4 = 50 s: shortest time runs wide.
+    ref = _node("ref", 4)
+    firsts = {}
+    for order in ("shortest-work", "shortest-time"):
+        policy = make_policy("mrsched", {"jobOrder": order, "ageing": 0, "phaseEndGain": 1})
+        _teach(policy, _job("seen-tail", 1, app="tail"), ref, 1.0)
+        _teach(policy, _job("seen-wide", 1, app="wide"), ref, 10.0)
+        _teach_reduce(policy, "tail", ref, 100.0)
+        tail, wide = _job("tail", 4, reduces=1, app="tail"), _job("wide", 20, app="wide")
+        placed = policy.schedule_round(_snapshot([_node("n", 4)], [tail, wide]), ["n"])
+        firsts[order] = {p.task.job_id for p in placed}
+        assert order.replace("-", " ").split()[1] in placed[0].explanation.reason
+    assert firsts == {"shortest-work": {"tail"}, "shortest-time": {"wide"}}
+
+
+def test_a_long_reduce_is_released_to_shuffle_beside_the_last_maps_a_short_one_is_not() -> None:
+    ref = _node("ref", 3)
+    for reduce_s, released in ((100.0, True), (1.0, False)):
+        policy = make_policy("mrsched", {"reduceRelease": "shuffle", "reducesFirst": True, "phaseEndGain": 1})
+        _teach(policy, _job("seen", 1, app="app"), ref, 1.0)
+        _teach_reduce(policy, "app", ref, reduce_s)
+        # 5 maps of 1 s on 3 places: 5/3 s of map work left per place, under the 100-s reduce, over the 1-s one.
+        placed = policy.schedule_round(_snapshot([_node("n", 3)], [_job("j", 5, reduces=1, app="app")]), ["n"])
+        kinds = sorted(p.task.kind for p in placed)
+        assert kinds == (["map", "map", "reduce"] if released else ["map", "map", "map"])
