@@ -261,6 +261,8 @@ def test_a_long_reduce_is_released_to_shuffle_beside_the_last_maps_a_short_one_i
         _teach(policy, _job("seen", 1, app="app"), ref, 1.0)
         _teach_reduce(policy, "app", ref, reduce_s)
         # 5 maps of 1 s on 3 places: 5/3 s of map work left per place, under the 100-s reduce, over the 1-s one.
-        placed = policy.schedule_round(_snapshot([_node("n", 3)], [_job("j", 5, reduces=1, app="app")]), ["n"])
+        placed = policy.schedule_round(
+            _snapshot([_node("n", 3)], [_job("j", 5, reduces=1, app="app")]), ["n"]
+        )
         kinds = sorted(p.task.kind for p in placed)
         assert kinds == (["map", "map", "reduce"] if released else ["map", "map", "map"])
