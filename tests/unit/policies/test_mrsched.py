@@ -5,6 +5,8 @@ discount, and the learned θ surviving a restart."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mrsched.core.model import UNCAPPED, Attempt, ClusterSnapshot, Job, Node, Resources, Task, TaskOutcome
@@ -218,8 +220,13 @@ def test_learned_work_survives_a_restart_through_its_state() -> None:
     fast = _node("fast", 4, FAST)
     _teach(policy, _job("seen", 1, app="wordcount"), fast, 5.0)
     state = policy.state()
-    assert state["apps"]["wordcount/map"]["tasks"] == 1
-    assert state["apps"]["wordcount/map"]["cpuS"] == pytest.approx(20.0)
+    # Under the application's name, by kind: the operator writes each app's entry to AppProfile/<app>, so the key
+    # must be a name Kubernetes accepts (RFC 1123 subdomain; "wordcount/map" was refused live), and the totals to
+    # PolicyProfile/mrsched.
+    assert all(re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", app) for app in state["apps"])
+    assert state["apps"]["wordcount"]["map"]["tasks"] == 1
+    assert state["apps"]["wordcount"]["map"]["cpuS"] == pytest.approx(20.0)
+    assert state["policy"] == {"appsLearned": 1, "tasksLearned": 1}
     restarted = make_policy("mrsched")
     restarted.load_state(state)
     assert restarted.state() == state

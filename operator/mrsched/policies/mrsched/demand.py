@@ -158,20 +158,27 @@ class DemandModel:
                 total += max(each * left / max(places.get(kind, 1), 1), each if kind == "reduce" else 0.0)
         return total
 
-    def state(self) -> dict[str, dict[str, float]]:
-        """The learned θ by ``app/kind`` (PolicyProfile ``status``: sums and counts, so a restart resumes them)."""
-        return {
-            f"{app}/{kind}": {"cpuS": d.cpu, "diskS": d.disk, "residualS": d.residual, "tasks": d.count}
-            for (app, kind), d in sorted(self.demands.items())
-        }
+    def state(self) -> dict[str, dict[str, dict[str, float]]]:
+        """The learned θ by application, then kind (``AppProfile/<app>`` ``status.policies.mrsched``: sums and
+        counts, so a restart resumes them)."""
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for (app, kind), d in sorted(self.demands.items()):
+            out.setdefault(app, {})[kind] = {
+                "cpuS": d.cpu,
+                "diskS": d.disk,
+                "residualS": d.residual,
+                "tasks": d.count,
+            }
+        return out
 
-    def load_state(self, entries: dict[str, dict[str, float]]) -> None:
-        for key, fields in entries.items():
-            app, _, kind = key.rpartition("/")
-            if kind in ("map", "reduce") and app:
-                self.demands[app, kind] = Demand(  # type: ignore[index]
-                    fields.get("cpuS", 0.0),
-                    fields.get("diskS", 0.0),
-                    fields.get("residualS", 0.0),
-                    int(fields.get("tasks", 0)),
-                )
+    def load_state(self, entries: dict[str, dict[str, dict[str, float]]]) -> None:
+        for app, kinds in entries.items():
+            for kind in ("map", "reduce"):
+                fields = kinds.get(kind) if isinstance(kinds, dict) else None
+                if isinstance(fields, dict):
+                    self.demands[app, kind] = Demand(
+                        fields.get("cpuS", 0.0),
+                        fields.get("diskS", 0.0),
+                        fields.get("residualS", 0.0),
+                        int(fields.get("tasks", 0)),
+                    )

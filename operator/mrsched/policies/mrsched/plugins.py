@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from mrsched.core.counts import pods_that_fit
 from mrsched.core.model import ClusterSnapshot, Job, Node, Placement, Task, TaskType
@@ -127,10 +128,14 @@ class SoonestFinish:
         if isinstance(outcome, TaskOutcome):
             self.model.learn(outcome, self.nodes.get(outcome.node))
 
-    def state(self) -> dict[str, dict[str, dict[str, float]]]:
-        return {"apps": self.model.state()}
+    def state(self) -> dict[str, Any]:
+        """Each application's θ (``apps``, to its AppProfile) and what has been learned in all (``policy``, to
+        ``PolicyProfile/mrsched``)."""
+        apps = self.model.state()
+        tasks = sum(int(k["tasks"]) for kinds in apps.values() for k in kinds.values())
+        return {"apps": apps, "policy": {"appsLearned": len(apps), "tasksLearned": tasks}}
 
-    def load_state(self, state: dict[str, dict[str, dict[str, float]]]) -> None:
+    def load_state(self, state: dict[str, Any]) -> None:
         self.model.load_state(state.get("apps", {}))
 
 
