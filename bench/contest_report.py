@@ -20,13 +20,12 @@ from contest_sections import (
     sensitivity_table,
 )
 from contest_setup import (
-    ABLATION,
     BASELINES,
-    DECOMPOSITION,
     EXPERIMENTS,
     FEWER_SEEDS,
     HOMOGENEOUS_NODES,
     LEARNED,
+    OPTIONS,
     RECOMMENDED,
     REFERENCE,
     SCENARIOS,
@@ -114,11 +113,7 @@ def misses(row: dict[str, Any]) -> tuple[bool, bool]:
 def why(name: str, row: dict[str, Any], explained: dict[str, Any]) -> list[str]:
     """The figures that separate the recommended policy from kube-default in one scenario, traced on one seed."""
     bound = row["lower_bound_s"]
-    ran = {
-        p: v
-        for p, v in row["policies"].items()
-        if "error" not in v and p not in {*EXPERIMENTS, *DECOMPOSITION, *ABLATION}
-    }
+    ran = {p: v for p, v in row["policies"].items() if "error" not in v and p not in OPTIONS}
     best = min(ran, key=lambda p: ran[p]["makespan_s"])
     rec, kube = ran.get(RECOMMENDED, {}), ran["kube-default"]
     lines = [

@@ -11,6 +11,7 @@ from contest_setup import (
     ABLATION,
     DECOMPOSITION,
     EXPERIMENTS,
+    OPTIONS,
     OURS,
     OURS_BAR,
     OURS_LIMIT,
@@ -86,11 +87,7 @@ def sensitivity_table(
         means = []
         verdicts = []
         for physics, r in (("measured", row), (label, other[name])):
-            ran = {
-                p: v
-                for p, v in r["policies"].items()
-                if "error" not in v and p not in {*EXPERIMENTS, *DECOMPOSITION, *ABLATION}
-            }
+            ran = {p: v for p, v in r["policies"].items() if "error" not in v and p not in OPTIONS}
             kube = ran["kube-default"]["mean_job_time_s"]
             order = sorted(ran, key=lambda p: ran[p]["mean_job_time_s"])
             best = next(p for p in order if p not in REFERENCE)

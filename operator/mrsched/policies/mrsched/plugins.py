@@ -5,10 +5,12 @@
   starved by a stream of small ones: ``remaining_s − ageing × (now − submitted)``.
 * :class:`SoonestFinish` (Score): minus the task's predicted duration on the node at its load
   (:class:`~mrsched.policies.mrsched.demand.DemandModel`): the fastest node for this task's kind of work.
+* :class:`PhaseEnd` (Filter): a job's task is kept off a node where it would end well after the job's other
+  tasks of its kind would all be done on the other nodes; the node is then offered to the next job in order.
 * :class:`WaitForFaster` (Permit): at the end of a phase, when the cluster has more free places than startable
   tasks (so holding one back idles nothing another task would use), a task waits rather than start on a node
-  where it would finish ``waitGain`` times later than on a busy node predicted to free soon. While startable
-  work exceeds the free places it never waits: the policy stays work-conserving.
+  where it would finish ``waitGain`` times later than on a busy node predicted to free soon.
+* :class:`ReleaseByShuffle`: the ``reduceRelease: shuffle`` rule (an option, off by default).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mrsched.core.counts import pods_that_fit
-from mrsched.core.model import ClusterSnapshot, Job, Node, Placement, Task, TaskType
+from mrsched.core.model import ClusterSnapshot, Job, Node, Placement, Task, TaskOutcome, TaskType
 from mrsched.policies.mrsched.demand import DemandModel
 
 
@@ -45,25 +47,37 @@ class ShortestWorkFirst:
         return sorted(jobs, key=key)
 
 
+def holds(node: Node, job: Job, kind: TaskType) -> int:
+    """How many of the job's pods of ``kind`` the node runs with nothing else there: its slots, or on a
+    by-requests node no more than its allocatable over the pod's request."""
+    count = node.slots(kind)
+    if node.by_requests:
+        count = min(count, pods_that_fit(float(node.cores), node.memory_mb, job.request(kind)))
+    return max(count, 0)
+
+
+def frees_in(model: DemandModel, snapshot: ClusterSnapshot, node: str) -> float | None:
+    """Seconds until the first task running on ``node`` is predicted to end (None: nothing runs there)."""
+    running = snapshot.running.get(node, ())
+    if not running:
+        return None
+    n = snapshot.nodes[node]
+    count, streams = model.load_of(snapshot, node)  # the same for every attempt there: computed once
+    soonest = min(
+        a.start_s + model.duration(n, model.apps.get(a.task.job_id, ""), a.task, count - 1, streams)
+        for a in running
+    )
+    return max(soonest - snapshot.now, 0.0)
+
+
 def places_of(snapshot: ClusterSnapshot, job: Job) -> dict[str, int]:
     """How many of the job's pods of each kind the cluster holds with nothing else running (its nodes' slots,
     or their allocatable over the pod's request): kept while the jobs are unchanged."""
 
     def count() -> dict[str, int]:
-        places: dict[str, int] = {}
         kinds: tuple[TaskType, ...] = ("map", "reduce")
-        for kind in kinds:
-            request = job.request(kind)
-            total = 0
-            for name, n in snapshot.nodes.items():
-                if not snapshot.admits(name, job):
-                    continue
-                holds = n.slots(kind)
-                if n.by_requests:
-                    holds = min(holds, pods_that_fit(float(n.cores), n.memory_mb, request))
-                total += max(holds, 0)
-            places[kind] = total
-        return places
+        admitted = [n for name, n in snapshot.nodes.items() if snapshot.admits(name, job)]
+        return {kind: sum(holds(n, job, kind) for n in admitted) for kind in kinds}
 
     return snapshot.memo_jobs(("mrsched.places", job.id), count)
 
@@ -123,8 +137,6 @@ class SoonestFinish:
         self.model.forget(job)
 
     def on_task_finished(self, outcome: object) -> None:
-        from mrsched.core.model import TaskOutcome
-
         if isinstance(outcome, TaskOutcome):
             self.model.learn(outcome, self.nodes.get(outcome.node))
 
@@ -172,23 +184,12 @@ class WaitForFaster:
         for name in snapshot.nodes:
             if name == here or snapshot.fits(name, job, task.kind):
                 continue  # a node with room was scored already and finished later
-            free_at = self._frees_in(snapshot, name)
+            free_at = frees_in(self.finish.model, snapshot, name)
             if free_at is None:
                 continue
             if (free_at + self.finish.predicted(snapshot, task, name)) * self.gain <= finish_here:
                 return False
         return True
-
-    def _frees_in(self, snapshot: ClusterSnapshot, node: str) -> float | None:
-        """Seconds until the first task running on ``node`` is predicted to end (None: nothing runs there)."""
-        model, n = self.finish.model, snapshot.nodes[node]
-        soonest: float | None = None
-        for attempt in snapshot.running.get(node, ()):
-            app = model.apps.get(attempt.task.job_id, "")
-            load = model.load_of(snapshot, node)
-            left = attempt.start_s + model.duration(n, app, attempt.task, load[0] - 1, load[1]) - snapshot.now
-            soonest = max(left, 0.0) if soonest is None else min(soonest, max(left, 0.0))
-        return soonest
 
 
 class PhaseEnd:
@@ -203,9 +204,8 @@ class PhaseEnd:
 
     name = "PhaseEnd"
 
-    def __init__(self, finish: SoonestFinish, wait: WaitForFaster, gain: float) -> None:
+    def __init__(self, finish: SoonestFinish, gain: float) -> None:
         self.finish = finish
-        self.wait = wait
         self.gain = gain
         self._lanes: dict[tuple[str, str], tuple[int, list[tuple[str, float, float, float]]]] = {}
 
@@ -234,7 +234,6 @@ class PhaseEnd:
         kept = self._lanes.get(key)
         if kept is not None and kept[0] == snapshot.version:
             return kept[1]
-        request = job.request(task.kind)
         lanes = []
         for name, n in snapshot.nodes.items():
             if not snapshot.admits(name, job):
@@ -242,15 +241,11 @@ class PhaseEnd:
             if snapshot.fits(name, job, task.kind):
                 start: float | None = 0.0
             else:
-                start = self.wait._frees_in(snapshot, name)
-            if start is None:
+                start = frees_in(self.finish.model, snapshot, name)
+            pods = holds(n, job, task.kind)
+            if start is None or pods <= 0:
                 continue
-            holds = n.slots(task.kind)
-            if n.by_requests:
-                holds = min(holds, pods_that_fit(float(n.cores), n.memory_mb, request))
-            if holds <= 0:
-                continue
-            lanes.append((name, start, self.finish.predicted(snapshot, task, name), float(holds)))
+            lanes.append((name, start, self.finish.predicted(snapshot, task, name), float(pods)))
         self._lanes[key] = (snapshot.version, lanes)
         return lanes
 

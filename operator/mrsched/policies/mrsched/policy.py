@@ -91,7 +91,7 @@ class Mrsched(Configured[MrschedConfig], PluginPolicy):
         released = rules[cfg.reduce_release]
         finish = SoonestFinish(model, cfg.speed_aware)
         wait = WaitForFaster(finish, cfg.wait_gain, released)
-        phase_end = PhaseEnd(finish, wait, cfg.phase_end_gain)
+        phase_end = PhaseEnd(finish, cfg.phase_end_gain)
         order_words = {
             "shortest-work": "shortest work first",
             "shortest-time": "shortest time alone first",
