@@ -16,16 +16,14 @@ FOUR_HOURS_JOBS = 629
 
 def four_hours(scenario: Scenario) -> Scenario:
     """``scenario`` (the SWIM day) cut to its first four hours, with the thesis's exhaustive Eq 4.16 search for
-    DARA and diagnosis (the day's local search past 200,000 mixes dropped), as those runs had it."""
+    DARA and diagnosis (``exhaustiveLimit`` null, over the policies' default of a local search past 200,000
+    mixes), as those runs had it."""
     trace = scenario.workload.trace
     assert scenario.name == SWIM_DAY and trace is not None, scenario.name
     workload = scenario.workload.model_copy(
         update={"trace": trace.model_copy(update={"max_jobs": FOUR_HOURS_JOBS})}
     )
-    options = {
-        policy: {k: v for k, v in opts.items() if k != "exhaustiveLimit"}
-        for policy, opts in scenario.policy_options.items()
-    }
-    return scenario.model_copy(
-        update={"workload": workload, "policy_options": {k: v for k, v in options.items() if v}}
-    )
+    options = dict(scenario.policy_options)
+    for policy in ("dara", "diagnosis"):
+        options[policy] = {**options.get(policy, {}), "exhaustiveLimit": None}
+    return scenario.model_copy(update={"workload": workload, "policy_options": options})

@@ -230,7 +230,7 @@ def test_swim_day_replays_fb_2009_on_100_nodes_under_every_policy() -> None:
     assert [(j.id, len(j.maps), j.submit_s) for j in four] == [
         (j.id, len(j.maps), j.submit_s) for j in jobs[:629]
     ]
-    assert "exhaustiveLimit" not in str(cut.policy_options) and cut.options_for("capacity")
+    assert cut.options_for("dara:shortest-first")["exhaustiveLimit"] is None and cut.options_for("capacity")
 
 
 def test_the_1000_node_day_is_the_day_on_ten_times_the_cluster_as_hadoop_1_would_run_it() -> None:

@@ -55,17 +55,7 @@ from mrsched.operator.scheduling.quiet import PolicyNodes, QuietRounds
 from mrsched.operator.scheduling.unbound import commit_pods, unbound_pods
 from mrsched.policies import make_policy
 
-__all__ = ["KUBE_DEFAULT", "OPERATOR_DEFAULTS", "RoundStats", "SchedulingLoop"]
-
-#: Options the operator gives a policy under what it is configured with. DARA's and diagnosis's Eq 4.16 search
-#: is exhaustive by default, as the thesis's, and exponential in the jobs running at once: on a shared cluster
-#: it is enumerated while it has at most 200,000 mixes and searched locally past that (the whole SWIM
-#: day's DARA took 47-60 s a seed with it, seed 1 435 s at 4 million). ``policyOptions`` may set another limit
-#: or null.
-OPERATOR_DEFAULTS: dict[str, dict[str, object]] = {
-    "dara": {"exhaustiveLimit": 200_000},
-    "diagnosis": {"exhaustiveLimit": 200_000},
-}
+__all__ = ["KUBE_DEFAULT", "RoundStats", "SchedulingLoop"]
 
 #: Rounds between sweeps of the parse memos (entries of objects gone since the last sweep are dropped).
 MEMO_SWEEP_ROUNDS = 60
@@ -158,10 +148,8 @@ class SchedulingLoop:
 
     def policy(self, name: str) -> Policy:
         if name not in self.policies:
-            options = {
-                **OPERATOR_DEFAULTS.get(name, {}),
-                **(self.config.policy_options if name == self.config.policy else {}),
-            }
+            # The policy's own defaults, as the simulator builds it; the configured policy's options over them.
+            options = self.config.policy_options if name == self.config.policy else {}
             policy = self.policies[name] = make_policy(name, options)
             # What it learned before a restart (the AppProfile, NodeProfile and PolicyProfile resources). A
             # saved state the policy cannot read (edited by hand, an older shape) must not stop its jobs: it

@@ -63,10 +63,10 @@ Readings and approximations (the thesis is silent or the simulator differs):
   sqrt(λ_j/K_j) (+2), K_j = c α_c R_c² + d α_d R_d² (digest §4.1.5/4.1.6). This is an approximation: the
   argmax equals plain enumeration whenever the optimum lies inside the bound.
 * [Ours] The enumeration grows exponentially with the applications mixed (WL14's five already reach
-  two million vectors; a whole SWIM day mixes dozens of jobs). ``exhaustiveLimit`` (unset: none, the thesis's
-  search) caps it: past that many vectors x* comes from a local search (``search.local_search``), and the
-  placement's explanation says so. Its gap where both run: bench/results/dara-search-gap.txt. The operator
-  sets 200,000 (``mrsched.operator.scheduling.loop.OPERATOR_DEFAULTS``).
+  two million vectors; a whole SWIM day mixes dozens of jobs). ``exhaustiveLimit`` (200,000 by default, in the
+  operator and the simulator alike; null is the thesis's unbounded search) caps it: past that many vectors x*
+  comes from a local search (``search.local_search``), and the placement's explanation says so. Its gap where
+  both run: bench/results/dara-search-gap.txt.
 * Reduces stay with the FairScheduler that DARA extends (the composed Fair policy's order, one per
   heartbeat), as DARA optimises maps only.
 
