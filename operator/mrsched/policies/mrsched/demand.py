@@ -66,6 +66,9 @@ class DemandModel:
         self.default_task_s = default_task_s
         self.demands: dict[tuple[str, TaskType], Demand] = {}
         self.apps: dict[str, str] = {}  # job id -> app, for outcomes that carry only the task
+        # θ per (app, kind, units), kept until the next observation: every score, filter and permit of a round
+        # asks for it, and for an unseen app it is a mean over every app seen.
+        self._theta: dict[tuple[str, TaskType, float], tuple[float, float, float]] = {}
 
     def remember(self, job: Job) -> None:
         self.apps[job.id] = job.app
@@ -87,6 +90,7 @@ class DemandModel:
         else:
             cpu, disk = elapsed * cap.kappa_c, 0.0
         residual = elapsed - cpu / cap.kappa_c - disk / cap.kappa_d
+        self._theta.clear()
         d = self.demands.setdefault((app, outcome.task.kind), Demand())
         d.cpu += cpu / units
         d.disk += disk / units
@@ -95,12 +99,19 @@ class DemandModel:
 
     def theta(self, app: str, task: Task) -> tuple[float, float, float]:
         """(θc, θd, residual) of one task of ``app``: learned, or the mean of the apps learned."""
-        known = self.demands.get((app, task.kind))
         units = _units(task)
+        key = (app, task.kind, units)
+        kept = self._theta.get(key)
+        if kept is None:
+            kept = self._theta[key] = self._learned_theta(app, task.kind, units)
+        return kept
+
+    def _learned_theta(self, app: str, kind: TaskType, units: float) -> tuple[float, float, float]:
+        known = self.demands.get((app, kind))
         if known is not None and known.count:
             cpu, disk, residual = known.mean()
             return cpu * units, disk * units, residual
-        seen = [d for (_, kind), d in self.demands.items() if kind == task.kind and d.count]
+        seen = [d for (_, k), d in self.demands.items() if k == kind and d.count]
         if not seen:
             return self.default_task_s, 0.0, 0.0
         total = sum(sum(d.mean()) for d in seen) / len(seen)
@@ -172,6 +183,7 @@ class DemandModel:
         return out
 
     def load_state(self, entries: dict[str, dict[str, dict[str, float]]]) -> None:
+        self._theta.clear()
         for app, kinds in entries.items():
             for kind in ("map", "reduce"):
                 fields = kinds.get(kind) if isinstance(kinds, dict) else None

@@ -22,6 +22,10 @@ from mrsched.core.counts import pods_that_fit
 from mrsched.core.model import ClusterSnapshot, Job, Node, Placement, Task, TaskOutcome, TaskType
 from mrsched.policies.mrsched.demand import DemandModel
 
+#: PhaseEnd's view of one node for one job's kind: (node, seconds until it can start one, seconds one takes
+#: there, how many it holds).
+_Lane = tuple[str, float, float, float]
+
 
 class ShortestWorkFirst:
     name = "ShortestWorkFirst"
@@ -56,13 +60,16 @@ def holds(node: Node, job: Job, kind: TaskType) -> int:
     return max(count, 0)
 
 
-def frees_in(model: DemandModel, snapshot: ClusterSnapshot, node: str) -> float | None:
-    """Seconds until the first task running on ``node`` is predicted to end (None: nothing runs there)."""
+def frees_in(
+    model: DemandModel, snapshot: ClusterSnapshot, node: str, load: tuple[int, float] | None = None
+) -> float | None:
+    """Seconds until the first task running on ``node`` is predicted to end (None: nothing runs there);
+    ``load`` is the node's :meth:`DemandModel.load_of`, where the caller has it."""
     running = snapshot.running.get(node, ())
     if not running:
         return None
     n = snapshot.nodes[node]
-    count, streams = model.load_of(snapshot, node)  # the same for every attempt there: computed once
+    count, streams = load or model.load_of(snapshot, node)  # the same for every attempt there: computed once
     soonest = min(
         a.start_s + model.duration(n, model.apps.get(a.task.job_id, ""), a.task, count - 1, streams)
         for a in running
@@ -108,16 +115,33 @@ class SoonestFinish:
         self.model = model
         self.speed_aware = speed_aware
         self.nodes: dict[str, Node] = {}
+        # Per node, for the round, dropped when a placement there is reserved or given back: its load, and when
+        # its first running task is predicted to end. ``changes`` counts those placements, so that a plugin can
+        # keep what it derived from a node until the node changes (a placement changes no other node).
         self._load: dict[str, tuple[int, float]] = {}
+        self._frees: dict[str, float | None] = {}
+        self.changes: dict[str, int] = {}
 
     def begin_round(self, snapshot: ClusterSnapshot, offered: list[str]) -> None:
         self.nodes = snapshot.nodes
         self._load = {}
+        self._frees = {}
+        self.changes = {}
 
-    def predicted(self, snapshot: ClusterSnapshot, task: Task, node: str) -> float:
+    def load(self, snapshot: ClusterSnapshot, node: str) -> tuple[int, float]:
         load = self._load.get(node)
         if load is None:
             load = self._load[node] = self.model.load_of(snapshot, node)
+        return load
+
+    def frees(self, snapshot: ClusterSnapshot, node: str) -> float | None:
+        """:func:`frees_in`, kept for the round until the node changes."""
+        if node not in self._frees:
+            self._frees[node] = frees_in(self.model, snapshot, node, self.load(snapshot, node))
+        return self._frees[node]
+
+    def predicted(self, snapshot: ClusterSnapshot, task: Task, node: str) -> float:
+        load = self.load(snapshot, node)
         n = snapshot.nodes[node]
         if not self.speed_aware:
             n = Node(n.name, n.cores, n.memory_mb)
@@ -128,10 +152,15 @@ class SoonestFinish:
         return -self.predicted(snapshot, task, node)
 
     def reserve(self, snapshot: ClusterSnapshot, placement: Placement) -> None:
-        self._load.pop(placement.node, None)
+        self._changed(placement.node)
 
     def unreserve(self, snapshot: ClusterSnapshot, placement: Placement) -> None:
-        self._load.pop(placement.node, None)
+        self._changed(placement.node)
+
+    def _changed(self, node: str) -> None:
+        self._load.pop(node, None)
+        self._frees.pop(node, None)
+        self.changes[node] = self.changes.get(node, 0) + 1
 
     def on_job_finished(self, job: Job, now: float) -> None:
         self.model.forget(job)
@@ -184,7 +213,7 @@ class WaitForFaster:
         for name in snapshot.nodes:
             if name == here or snapshot.fits(name, job, task.kind):
                 continue  # a node with room was scored already and finished later
-            free_at = frees_in(self.finish.model, snapshot, name)
+            free_at = self.finish.frees(snapshot, name)
             if free_at is None:
                 continue
             if (free_at + self.finish.predicted(snapshot, task, name)) * self.gain <= finish_here:
@@ -207,7 +236,8 @@ class PhaseEnd:
     def __init__(self, finish: SoonestFinish, gain: float) -> None:
         self.finish = finish
         self.gain = gain
-        self._lanes: dict[tuple[str, str], tuple[int, list[tuple[str, float, float, float]]]] = {}
+        # Per (job, kind): each node's lane (None: it could not take one), with the node's change count.
+        self._lanes: dict[tuple[str, str], dict[str, tuple[int, _Lane | None]]] = {}
 
     def begin_round(self, snapshot: ClusterSnapshot, offered: list[str]) -> None:
         self._lanes = {}
@@ -226,31 +256,32 @@ class PhaseEnd:
             return None
         return f"ends in {here:.0f} s here; its job's {left} {task.kind}s left end in {elsewhere:.0f} s elsewhere"
 
-    def _lanes_of(
-        self, snapshot: ClusterSnapshot, job: Job, task: Task
-    ) -> list[tuple[str, float, float, float]]:
-        """(node, seconds until it can start one, predicted seconds of one there, pods of the job it holds)."""
-        key = (job.id, task.kind)
-        kept = self._lanes.get(key)
-        if kept is not None and kept[0] == snapshot.version:
-            return kept[1]
+    def _lanes_of(self, snapshot: ClusterSnapshot, job: Job, task: Task) -> list[_Lane]:
+        """(node, seconds until it can start one, predicted seconds of one there, pods of the job it holds),
+        in the snapshot's order of nodes; a node's lane is recomputed only once a placement there changed it."""
+        kept = self._lanes.setdefault((job.id, task.kind), {})
+        changes = self.finish.changes
         lanes = []
         for name, n in snapshot.nodes.items():
-            if not snapshot.admits(name, job):
-                continue
-            if snapshot.fits(name, job, task.kind):
-                start: float | None = 0.0
-            else:
-                start = frees_in(self.finish.model, snapshot, name)
-            pods = holds(n, job, task.kind)
-            if start is None or pods <= 0:
-                continue
-            lanes.append((name, start, self.finish.predicted(snapshot, task, name), float(pods)))
-        self._lanes[key] = (snapshot.version, lanes)
+            stamp = changes.get(name, 0)
+            entry = kept.get(name)
+            if entry is None or entry[0] != stamp:
+                entry = kept[name] = (stamp, self._lane(snapshot, job, task, name, n))
+            if entry[1] is not None:
+                lanes.append(entry[1])
         return lanes
 
+    def _lane(self, snapshot: ClusterSnapshot, job: Job, task: Task, name: str, n: Node) -> _Lane | None:
+        if not snapshot.admits(name, job):
+            return None
+        start = 0.0 if snapshot.fits(name, job, task.kind) else self.finish.frees(snapshot, name)
+        pods = holds(n, job, task.kind)
+        if start is None or pods <= 0:
+            return None
+        return (name, start, self.finish.predicted(snapshot, task, name), float(pods))
 
-def _fluid_finish(lanes: list[tuple[str, float, float, float]], tasks: int) -> float:
+
+def _fluid_finish(lanes: list[_Lane], tasks: int) -> float:
     """Seconds until ``tasks`` tasks are done by the lanes run as a fluid (:class:`PhaseEnd`), and never before
     the soonest one task could end."""
     soonest = min(start + each for _, start, each, _ in lanes)
