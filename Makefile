@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-kube-peer bench-physics bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-dara-search bench-workers bench-operator bench-scale bench-loop bench-live calibrate cluster-up cluster-down lock clean manifests images
+.PHONY: all demo deps venv binaries lint unit test chaos bench bench-summaries bench-kube-peer bench-physics bench-learning bench-steady bench-speed bench-kubernetes bench-kubernetes-heldout bench-sls bench-dara-alpha bench-dara-search bench-stress bench-workers bench-operator bench-scale bench-loop bench-live calibrate cluster-up cluster-down lock clean manifests images
 
 all: test
 
@@ -101,6 +101,9 @@ bench-dara-alpha: venv  ## DARA's offline alpha by least squares on the simulato
 
 bench-dara-search: venv  ## DARA's local search (past exhaustiveLimit) against Eq 4.16's exhaustive argmax, into bench/results/dara-search-gap.txt (about 3 minutes)
 	$(PY) bench/dara_search_gap.py --out bench/results/dara-search-gap.txt
+
+bench-stress: venv  ## every policy's peak memory and CPU per round with 60 jobs at once on 30 nodes of four classes (each in a fresh process), into bench/results/policy-stress.txt (about 5 minutes)
+	$(PY) bench/policy_stress.py --out bench/results/policy-stress.txt
 
 bench-workers: venv  ## worker map throughput (MB/s) and peak memory on 8x the sort buffer
 	$(PY) bench/worker_throughput.py --out bench/results/worker-throughput.txt

@@ -116,7 +116,8 @@ def main(root: Path) -> None:
         print("No results yet: run `make bench`.\n")
     print(
         "Speed: `speed.txt` (bench/simulator_speed.py); local cluster start-up: `local-cluster-startup.txt`;"
-        " learning curves: [learning-throughput](learning-throughput/report.md).\n"
+        " learning curves: [learning-throughput](learning-throughput/report.md); every policy's memory and CPU"
+        " per round with 60 jobs at once: `policy-stress.txt` (bench/policy_stress.py).\n"
     )
     seen = set()
     flags: list[dict[str, str]] = []

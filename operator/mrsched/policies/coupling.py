@@ -26,9 +26,12 @@ are counted over the other nodes (A7); "rack data" = a pending map with a replic
 In the operator a scheduling round offers every node once; the nodes are shuffled first, as heartbeats arrive
 in random order (§1.4, "heartbeats arrive once per node per round in random order").
 
-**On Kubernetes** [ours]: coupling decides when a job's reduces start and where (near its
-intermediate data), over Fair's map allocation. By requests maps and reduces draw on one allocatable: a reduce
-is launched only where its pod fits (``free_slots``), and concurrency is otherwise the requests'.
+**On Kubernetes** [ours]: coupling decides when a job's reduces start and where (near its intermediate data), over
+Fair's map allocation. By requests maps and reduces draw on one allocatable: a reduce is launched only where its
+pod fits (``free_slots``), and concurrency is otherwise the requests'. Its reduce candidate (Algorithm 2) is
+offered the heartbeat's node before the maps once the candidate's maps are all placed
+(``hadoop.slots.reduces_first``): maps placed first would take every place and leave it waiting until no map of
+any job is left to start.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from mrsched.core.locality import hops_across_racks, hops_within_rack
 from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskType
 from mrsched.core.policy import Configured, PolicyConfig, register
 from mrsched.policies.hadoop.fair import ComposesFair, Fair, FairConfig
-from mrsched.policies.hadoop.slots import SlotPolicy, request_fits
+from mrsched.policies.hadoop.slots import SlotPolicy, maps_placed, reduces_first, request_fits
 
 #: Algorithm 1 line 9: a job whose maps are all launched outranks every job still mapping (line 7 < 4).
 MAP_PHASE_OVER_BONUS = 4.0
@@ -167,10 +170,16 @@ class Coupling(ComposesFair, Configured[CouplingConfig], SlotPolicy):
         return super().schedule_round(snapshot, order)
 
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
-        placements = self._maps(snapshot, node)
-        reduce = self._reduce(snapshot, node)
-        if reduce is not None:
-            placements.append(reduce)
+        # The reduce candidate of Algorithm 2 before the maps where its maps are all placed (reduces_first).
+        candidate = next((j for j in snapshot.jobs if j.id == self.waiting.candidate), None)
+        first = reduces_first(snapshot, node) and candidate is not None and maps_placed(candidate)
+        reduce = self._reduce(snapshot, node) if first else None
+        placements = [reduce] if reduce is not None else []
+        placements += self._maps(snapshot, node)
+        if not first:
+            reduce = self._reduce(snapshot, node)
+            if reduce is not None:
+                placements.append(reduce)
         return placements
 
     # --- Algorithm 3: Random Peeking Scheduling of maps -----------------------------------------------------

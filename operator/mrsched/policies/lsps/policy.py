@@ -28,14 +28,16 @@ Eq. (7) averages over all the user's current jobs (running + waiting), also thos
 deficit go to the user with the earliest current job. Like Hadoop's JobQueueTaskScheduler, every free slot of a
 heartbeat is filled (``assignMultiple``; false: at most one map and one reduce per heartbeat).
 
-**On Kubernetes** [ours]: LsPS decides which user's and which job's tasks get a free place,
-by job size; by requests the free places are what the node's allocatable holds (``free_slots``), the
-size-based order unchanged. It decides no concurrency of its own.
+**On Kubernetes** [ours]: LsPS decides which user's and which job's tasks get a free place, by job size; by
+requests the free places are what the node's allocatable holds (``free_slots``), the size-based order unchanged.
+It decides no concurrency of its own. A heartbeat of a by-requests node offers first the reduces of jobs whose
+maps are all placed (``hadoop.slots.reduces_first``): maps and reduces share one allocatable there, and maps
+placed first would leave such a reduce waiting until no map of any job is left to start; then Hadoop's order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -44,7 +46,7 @@ from pydantic import Field
 from mrsched.core.locality import Level
 from mrsched.core.model import ClusterSnapshot, Job, Placement, Task, TaskOutcome, TaskType
 from mrsched.core.policy import Configured, PolicyConfig, register
-from mrsched.policies.hadoop.slots import SlotPolicy
+from mrsched.policies.hadoop.slots import SlotPolicy, maps_placed, reduces_first
 from mrsched.policies.lsps.stats import RunningMean, UserHistory, phase_size, population_cv, slot_shares
 
 Scheme = Literal["fifo", "fair"]
@@ -290,37 +292,53 @@ class Lsps(Configured[LspsConfig], SlotPolicy):
     def assign(self, snapshot: ClusterSnapshot, node: str) -> list[Placement]:
         by_user = self.refresh(snapshot)
         placements: list[Placement] = []
+        if reduces_first(snapshot, node):  # a reduce whose maps are all placed first, then Hadoop's order
+            self._fill(snapshot, node, "reduce", by_user, placements, maps_placed)
         for kind in _KINDS:
-            free = snapshot.free_slots(node, kind)
-            if not self.cfg.assign_multiple:
-                free = min(free, 1)
-            if free <= 0:
-                continue  # nothing to place: the users' holdings below are read only to place
-            shares = self.shares[kind]
-            held = {u: sum(j.running(kind) for j in by_user.get(u, ())) for u in shares}
-            first = {u: by_user[u][0].submit_s if by_user.get(u) else 0.0 for u in shares}
-            exhausted: set[str] = set()  # users found without a pending task of ``kind`` this heartbeat
-            for _ in range(free):
-                order = sorted(shares, key=lambda u: (-(shares[u] - held[u]), first[u], u))
-                placed = False
-                for rank, user in enumerate(order):
-                    if user in exhausted:
-                        continue
-                    state = self.user(user)
-                    found = self._pick(by_user.get(user, []), kind, state.scheme, snapshot, node)
-                    if found is None:
-                        exhausted.add(user)
-                        continue
-                    task, level = found
-                    deficit = shares[user] - held[user]
-                    reason = self._reason(user, kind, shares[user], held[user], rank, state, level)
-                    placements.append(self.place(snapshot, task, node, reason, score=deficit))
-                    held[user] += 1
-                    placed = True
-                    break
-                if not placed:
-                    break
+            self._fill(snapshot, node, kind, by_user, placements)
         return placements
+
+    def _fill(
+        self,
+        snapshot: ClusterSnapshot,
+        node: str,
+        kind: TaskType,
+        by_user: dict[str, list[Job]],
+        placements: list[Placement],
+        only: Callable[[Job], bool] | None = None,
+    ) -> None:
+        """Tier 1 over the users by deficit, tier 2 within the user (:meth:`_pick`), for the node's free places
+        of ``kind``; ``only`` keeps the jobs a pass may pick from (the users' holdings count every job)."""
+        free = snapshot.free_slots(node, kind)
+        if not self.cfg.assign_multiple:
+            free = min(free, 1 - sum(p.task.kind == kind for p in placements))
+        if free <= 0:
+            return  # nothing to place: the users' holdings below are read only to place
+        shares = self.shares[kind]
+        held = {u: sum(j.running(kind) for j in by_user.get(u, ())) for u in shares}
+        first = {u: by_user[u][0].submit_s if by_user.get(u) else 0.0 for u in shares}
+        exhausted: set[str] = set()  # users found without a pending task of ``kind`` this heartbeat
+        for _ in range(free):
+            order = sorted(shares, key=lambda u: (-(shares[u] - held[u]), first[u], u))
+            placed = False
+            for rank, user in enumerate(order):
+                if user in exhausted:
+                    continue
+                state = self.user(user)
+                jobs = [j for j in by_user.get(user, []) if only is None or only(j)]
+                found = self._pick(jobs, kind, state.scheme, snapshot, node)
+                if found is None:
+                    exhausted.add(user)
+                    continue
+                task, level = found
+                deficit = shares[user] - held[user]
+                reason = self._reason(user, kind, shares[user], held[user], rank, state, level)
+                placements.append(self.place(snapshot, task, node, reason, score=deficit))
+                held[user] += 1
+                placed = True
+                break
+            if not placed:
+                break
 
     def _reason(
         self, user: str, kind: str, share: float, held: int, rank: int, state: _User, level: Level | None

@@ -32,10 +32,13 @@ precision, so the thesis' ``|Σ|`` is 4 × the true determinant; its threshold 0
 which is the default here (``detConvention: thesis``); ``true`` uses the true posterior determinant. The
 posterior itself (mean and covariance) is always the true one.
 
-**On Kubernetes** [ours]: the thesis decides *where* each map goes (Alg 3.2.2's match of an
-application's θd/θc to a node's κ) within fixed slots, never how many run. By requests how many is what the
-node's allocatable holds (a candidate node is one with room for a map's pod); the learned κ and θ then decide
-which application's map each free place gets, so a node's mix follows its capability.
+**On Kubernetes** [ours]: the thesis decides *where* each map goes (Alg 3.2.2's match of an application's θd/θc to
+a node's κ) within fixed slots, never how many run. By requests how many is what the node's allocatable holds (a
+candidate node is one with room for a map's pod); the learned κ and θ then decide which application's map each
+free place gets, so a node's mix follows its capability. A heartbeat of a by-requests node offers first the
+reduces of jobs whose maps are all placed (``hadoop.slots.reduces_first``): maps and reduces share one allocatable
+there, and maps placed first would leave such a reduce waiting until no map of any job is left to start; then
+Hadoop's order.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from mrsched.core.model import ClusterSnapshot, Explanation, Job, Node, Placemen
 from mrsched.core.policy import Configured, PolicyConfig, register
 from mrsched.core.probes import Capability, slowed
 from mrsched.policies.hadoop.fifo import fifo_order
-from mrsched.policies.hadoop.slots import SlotPolicy
+from mrsched.policies.hadoop.slots import SlotPolicy, maps_placed, reduces_first
 from mrsched.policies.throughput.model import (
     THESIS_DET_THRESHOLD,
     CandidateSet,
@@ -184,14 +187,18 @@ class Throughput(Configured[ThroughputConfig], SlotPolicy):
         self._remember(snapshot)
         placements: list[Placement] = []
         beat = _Heartbeat(self, snapshot)
+        ordered = fifo_order(snapshot.jobs)
+        if reduces_first(snapshot, node):  # a reduce whose maps are all placed first, then Hadoop's order
+            placements += self.one_reduce(
+                snapshot, node, [j for j in ordered if maps_placed(j)], "first job in submission order"
+            )
         for _ in range(max(0, snapshot.free_slots(node, "map"))):
             placed = self._assign_map(snapshot, node, beat)
             if placed is None:
                 break
             placements.append(placed)
-        placements += self.one_reduce(
-            snapshot, node, fifo_order(snapshot.jobs), "first job in submission order"
-        )
+        if not placements or placements[0].task.kind != "reduce":  # Hadoop 1: one reduce a heartbeat
+            placements += self.one_reduce(snapshot, node, ordered, "first job in submission order")
         return placements
 
     def _launch(
