@@ -2,7 +2,7 @@
 job with its own pod requests, submitted at once to 30 nodes of four classes, in kubernetes mode (concurrency by
 requests, cluster-wide rounds every second), each policy with its defaults (the operator's: one set of defaults).
 
-    python bench/policy_stress.py [--until 30] [--policies fifo,dara,...] [--out bench/results/policy-stress.txt]
+    python bench/policy_stress.py [--until 120] [--policies fifo,dara,...] [--out bench/results/policy-stress.txt]
 
 Each policy runs in a fresh process (``--one POLICY``), so that its peak resident set is its own: the process's
 peak RSS after the jobs are built (``base``: Python, numpy, the simulator, the 60 jobs), the peak after the run,
@@ -32,7 +32,6 @@ from mrsched.simulator.run import build_simulation
 from mrsched.simulator.scenario import Scenario
 from mrsched.simulator.workload import build_jobs
 
-ROOT = Path(__file__).resolve().parent
 #: The chart's operator memory limit (charts/mrsched/values.yaml resources.limits.memory).
 CHART_LIMIT_MIB = 512.0
 #: What the operator's own process held at 10,000 task pods (bench/results/operator-scale.txt, the highest of

@@ -4,7 +4,8 @@ no map of any job is left to start. Here a small grep (40 maps, one reduce) runs
 maps) on two medium nodes, concurrency by requests: before the fix LsPS's, ThroughputScheduler's and
 coupling's grep reduce waited 276-299 s after its last map (grep's job time 316-321 s, against 22-40 s under
 kube-default, Fair, DARA and diagnosis); with the reduces of jobs whose maps are all placed offered first, 22-38 s
-(and the wordcount's 432-436 s, against 430-438 s before). On slot nodes the order stays Hadoop's."""
+(and the wordcount's 432-436 s, against 430-438 s before). On slot nodes (reduces in slots of their own) the
+order stays Hadoop's."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from mrsched.simulator.scenario import Scenario
 from mrsched.simulator.workload import build_jobs
 
 
-def _run(policy: str, mode: str) -> dict[str, JobRecord]:
+def _run(policy: str) -> dict[str, JobRecord]:
     scenario = Scenario.model_validate(
         {
             "name": "reduce-beside-a-large-job",
@@ -40,13 +41,13 @@ def _run(policy: str, mode: str) -> dict[str, JobRecord]:
     )
     nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
     jobs = build_jobs(scenario, nodes, 1)
-    result = build_simulation(scenario, policy, 1, jobs, mode=mode).run()  # type: ignore[arg-type]
+    result = build_simulation(scenario, policy, 1, jobs, mode="kubernetes").run()
     return {job.id: job for job in result.jobs}
 
 
 @pytest.mark.parametrize("policy", ["lsps", "throughput", "coupling", "dara", "diagnosis"])
 def test_a_released_reduce_is_not_left_behind_another_jobs_maps_on_kubernetes(policy: str) -> None:
-    jobs = _run(policy, "kubernetes")
+    jobs = _run(policy)
     grep = jobs["small-grep"]
     assert grep.finish_s is not None and not grep.failed
     # Its reduce starts as soon as a place frees once its maps are done, not when the wordcount's 400 are placed.

@@ -188,17 +188,21 @@ class Throughput(Configured[ThroughputConfig], SlotPolicy):
         placements: list[Placement] = []
         beat = _Heartbeat(self, snapshot)
         ordered = fifo_order(snapshot.jobs)
-        if reduces_first(snapshot, node):  # a reduce whose maps are all placed first, then Hadoop's order
-            placements += self.one_reduce(
-                snapshot, node, [j for j in ordered if maps_placed(j)], "first job in submission order"
-            )
+        why = "first job in submission order"
+        # A reduce whose maps are all placed first (reduces_first), then Hadoop's order; one reduce a heartbeat.
+        first = (
+            self.one_reduce(snapshot, node, [j for j in ordered if maps_placed(j)], why)
+            if reduces_first(snapshot, node)
+            else []
+        )
+        placements += first
         for _ in range(max(0, snapshot.free_slots(node, "map"))):
             placed = self._assign_map(snapshot, node, beat)
             if placed is None:
                 break
             placements.append(placed)
-        if not placements or placements[0].task.kind != "reduce":  # Hadoop 1: one reduce a heartbeat
-            placements += self.one_reduce(snapshot, node, ordered, "first job in submission order")
+        if not first:
+            placements += self.one_reduce(snapshot, node, ordered, why)
         return placements
 
     def _launch(
