@@ -166,6 +166,7 @@ SOURCES = (
     ("profiling map", "profiling map (Alg 4.3.1: measured alone)"),
     ("fair fallback", "FairScheduler (no fitted model for the node's class yet)"),
     (" tier:", "the mix x* (Eq 4.16)"),
+    ("work-conserving", "Fair's next job, in room x* leaves (Dara._work_conserving)"),
 )
 
 

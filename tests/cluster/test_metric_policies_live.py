@@ -115,7 +115,9 @@ def test_adaptive_slots_follow_each_nodes_cpu_and_shrink_under_a_hog(
     kube: Kube, namespace: str, tmp_path: Path, emulate: EmulateFactory, local_cluster: LocalCluster
 ) -> None:
     apply_crds(kube)
-    emulator = emulate({"elkholy-i3": 1, "elkholy-dualcore": 1})
+    # Model time at twice the wall's: the CPU counters are exported in wall seconds (the emulator divides by
+    # the scale), so utilisation reads the same, and the hog's shrink, a slot per task ended, comes twice as soon.
+    emulator = emulate({"elkholy-i3": 1, "elkholy-dualcore": 1}, time_scale=2.0)
     fast, slow = emulator.nodes  # 4 and 2 hardware threads
     operator = start_operator(
         kube,
@@ -161,7 +163,7 @@ def test_adaptive_slots_follow_each_nodes_cpu_and_shrink_under_a_hog(
         # A CPU hog on the fast node from now on: U ≥ U* at every heartbeat, so each slot a finished task frees
         # is removed (Algorithm 1's shrink branch) down to the minimum.
         # A slot goes only when a task ends on a fresh sample, and a Pi map on this node takes about 50 model s
-        # under the hog (10 CPU-s at κ 0.62, ten threads on four): six slots take up to a task's length or two.
+        # (25 wall s) under the hog (10 CPU-s at κ 0.62, ten threads on four): six slots take a task's length or two.
         emulator.client.add_fault(fast, "cpu-hog", intensity=2.0)
         hogged_at = time.monotonic()
         wait_for(

@@ -31,7 +31,9 @@ Fair's map allocation. By requests maps and reduces draw on one allocatable: a r
 pod fits (``free_slots``), and concurrency is otherwise the requests'. Its reduce candidate (Algorithm 2) is
 offered the heartbeat's node before the maps once the candidate's maps are all placed
 (``hadoop.slots.reduces_first``): maps placed first would take every place and leave it waiting until no map of
-any job is left to start.
+any job is left to start. What a heartbeat leaves free after that (the one map a heartbeat of Fair's allocation,
+a slot Random Peeking skipped) goes to Fair's next job's maps (``SlotPolicy.work_conserving``): on Kubernetes an
+empty place is a pod that could run. Reduces stay Algorithm 2's alone.
 """
 
 from __future__ import annotations
@@ -180,6 +182,14 @@ class Coupling(ComposesFair, Configured[CouplingConfig], SlotPolicy):
             reduce = self._reduce(snapshot, node)
             if reduce is not None:
                 placements.append(reduce)
+        if snapshot.nodes[node].by_requests:  # what Random Peeking and the one map a heartbeat left empty
+            placements += self.work_conserving(
+                snapshot,
+                node,
+                self.fair.fair_order(snapshot, "map"),
+                [],  # reduces: Algorithm 2's, which waits for a node near the map output
+                "work-conserving: no candidate took this room, Fair's next job does",
+            )
         return placements
 
     # --- Algorithm 3: Random Peeking Scheduling of maps -----------------------------------------------------

@@ -74,6 +74,13 @@ Readings and approximations (the thesis is silent or the simulator differs):
 application) under the memory cap of §4.3.1. By requests the mix also keeps to the node's cores by each
 application's CPU request (:func:`feasible_vectors`), so x* is a mix the kubelet admits, and the node runs x*'s
 sum: fewer than its requests allow wherever Eq 4.12 predicts that one more container lowers its throughput.
+That sum is all x* holds back (:meth:`Dara._work_conserving`): x*'s deficits are filled first, one a heartbeat
+as Alg 4.3.3 places them, and the rest of the sum at once by the composed Fair's jobs, so that containers x*
+gives a job with no map left to start, or that one-a-heartbeat leaves, go to the next job (on
+gupta-ch3-pi-jio, seed 1, x*'s reservation alone had held 9 of 28 pods idle for 866 s). The exceptions are
+measured: before an application's first map is measured (Alg 4.3.1) x* holds nothing, and a node of a class
+with no fitted load model gets the composed Fair's one map a heartbeat, so that α's online fit sees a spread
+of loads.
 The mix is over every running job, as the thesis's; ``shortestFirst`` (ours, off: measured not to carry over
 to scenarios it was not chosen on, :meth:`Dara._window`) mixes only the jobs with the least work left.
 ``reuseProfiles`` (ours, on by requests): a job of an application measured earlier in the run starts from its

@@ -50,7 +50,8 @@ class DaraConfig(PolicyConfig):
     # λ_j: "profile" = the first map's duration normalised to an unloaded node by Eq 4.12 with the class's
     # α's, measured once (Alg 4.3.1, I4-7); "fit" = refitted by least squares from every observation.
     lambda_from: Literal["profile", "fit"] = Field("profile", alias="lambdaFrom")
-    # Alg 4.3.3 launches one task per request (heartbeat); true fills the node to Σ x* at once.
+    # Alg 4.3.3 launches one task per request (heartbeat); true fills the node to Σ x* at once. On by-requests
+    # nodes the node is filled to Σ x* anyway (Dara._work_conserving), by x*'s deficits first.
     assign_multiple: bool = Field(False, alias="assignMultiple")
     #: On by-requests nodes (Kubernetes) [ours, an experiment, off]: mix only the jobs with the least
     #: work left that fill the cluster, the others joining as they run down. See ``Dara._window``.
