@@ -60,7 +60,7 @@ def _idle(policy: str) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("policy", ["kube-default", "lsps", "throughput", "coupling", "dara", "diagnosis"])
-def test_no_place_idles_while_a_task_that_fits_waits(policy: str) -> None:
+def test_only_the_load_model_holds_a_place_that_a_waiting_task_fits(policy: str) -> None:
     idle = _idle(policy)
     held = {reason: pod_s for reason, pod_s in idle.items() if not reason.startswith(MODEL_CONCURRENCY)}
     assert sum(held.values()) < 1e-6, held
