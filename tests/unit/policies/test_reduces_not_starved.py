@@ -11,38 +11,22 @@ from __future__ import annotations
 
 import pytest
 
-from mrsched.core.catalog import expand_layout
 from mrsched.simulator.result import JobRecord
-from mrsched.simulator.run import build_simulation
-from mrsched.simulator.scenario import Scenario
-from mrsched.simulator.workload import build_jobs
+from tests.unit.policies.smallruns import kubernetes_run
 
 
 def _run(policy: str) -> dict[str, JobRecord]:
-    scenario = Scenario.model_validate(
-        {
-            "name": "reduce-beside-a-large-job",
-            "source": "assumption: a test workload (tests/unit/policies/test_reduces_not_starved.py)",
-            "headline": "none",
-            "cluster": {
-                "nodes": [{"class": "medium", "count": 2}],
-                "heartbeatS": 1,
-                "concurrency": "requests",
-            },
-            "workload": {
-                "jobs": [
-                    {"id": "small-grep", "app": "grep", "submitS": 0, "maps": 40, "reduces": 1},
-                    {"id": "large-wordcount", "app": "wordcount", "submitS": 1, "maps": 400, "reduces": 1},
-                ]
-            },
-            "policies": ["kube-default"],
-            "seeds": [1],
-        }
+    sim = kubernetes_run(
+        "reduce-beside-a-large-job",
+        "tests/unit/policies/test_reduces_not_starved.py",
+        policy,
+        nodes=[{"class": "medium", "count": 2}],
+        jobs=[
+            {"id": "small-grep", "app": "grep", "submitS": 0, "maps": 40, "reduces": 1},
+            {"id": "large-wordcount", "app": "wordcount", "submitS": 1, "maps": 400, "reduces": 1},
+        ],
     )
-    nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
-    jobs = build_jobs(scenario, nodes, 1)
-    result = build_simulation(scenario, policy, 1, jobs, mode="kubernetes").run()
-    return {job.id: job for job in result.jobs}
+    return {job.id: job for job in sim.run().jobs}
 
 
 @pytest.mark.parametrize("policy", ["lsps", "throughput", "coupling", "dara", "diagnosis"])

@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import pytest
 
-from mrsched.core.catalog import expand_layout
 from mrsched.policies.dara.config import OFFLINE_ALPHAS
-from mrsched.simulator.run import build_simulation
-from mrsched.simulator.scenario import Scenario
 from mrsched.simulator.trace import RunTrace
-from mrsched.simulator.workload import build_jobs
+from tests.unit.policies.smallruns import kubernetes_run
 
 #: The load model's own concurrency choice (Dara.holding): the only idle a DARA policy may keep.
 MODEL_CONCURRENCY = "the mix x* (Eq 4.16) "  # "asks for no more than the node runs", "holds no container"
@@ -29,30 +26,19 @@ MODEL_CONCURRENCY = "the mix x* (Eq 4.16) "  # "asks for no more than the node r
 
 def _idle(policy: str) -> dict[str, float]:
     alphas = {"alphas": {k: list(v) for k, v in OFFLINE_ALPHAS.items()}}  # a fitted class from the start
-    scenario = Scenario.model_validate(
-        {
-            "name": "work-conserving",
-            "source": "assumption: a test workload (tests/unit/policies/test_work_conserving.py)",
-            "headline": "none",
-            "cluster": {
-                "nodes": [{"class": "dara-8core", "count": 2}],
-                "heartbeatS": 3,
-                "concurrency": "requests",
-            },
-            "workload": {
-                "jobs": [
-                    {"id": "short-pi", "app": "pi", "submitS": 0, "maps": 12, "reduces": 1},
-                    {"id": "long-wordcount", "app": "wordcount", "submitS": 0, "maps": 160, "reduces": 1},
-                    {"id": "later-grep", "app": "grep", "submitS": 60, "maps": 40, "reduces": 1},
-                ]
-            },
-            "policies": ["kube-default"],
-            "policyOptions": {"dara": alphas, "diagnosis": alphas},
-            "seeds": [1],
-        }
+    sim = kubernetes_run(
+        "work-conserving",
+        "tests/unit/policies/test_work_conserving.py",
+        policy,
+        nodes=[{"class": "dara-8core", "count": 2}],
+        jobs=[
+            {"id": "short-pi", "app": "pi", "submitS": 0, "maps": 12, "reduces": 1},
+            {"id": "long-wordcount", "app": "wordcount", "submitS": 0, "maps": 160, "reduces": 1},
+            {"id": "later-grep", "app": "grep", "submitS": 60, "maps": 40, "reduces": 1},
+        ],
+        heartbeat_s=3,
+        options={"dara": alphas, "diagnosis": alphas},
     )
-    nodes = [n.name for n in expand_layout(scenario.cluster.nodes) if n.stores_data]
-    sim = build_simulation(scenario, policy, 1, build_jobs(scenario, nodes, 1), mode="kubernetes")
     trace = RunTrace(sim)
     result = sim.run()
     assert all(j.finish_s is not None and not j.failed for j in result.jobs), result.jobs
