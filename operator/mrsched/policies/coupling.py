@@ -186,9 +186,9 @@ class Coupling(ComposesFair, Configured[CouplingConfig], SlotPolicy):
             placements += self.work_conserving(
                 snapshot,
                 node,
-                self.fair.fair_order(snapshot, "map"),
-                [],  # reduces: Algorithm 2's, which waits for a node near the map output
+                lambda kind: self.fair.fair_order(snapshot, kind),
                 "work-conserving: no candidate took this room, Fair's next job does",
+                reduces=False,  # Algorithm 2's, which waits for a node near the map output
             )
         return placements
 

@@ -77,9 +77,9 @@ class Dara(DaraOptimiser):
             # heartbeat time (Fair.heartbeat_unobserved), is not read: 69 % of the heartbeats of the SWIM
             # day (seed 1). The refit and x* above, and the clocks' ∫ dt steps, stay per heartbeat.
             return []
-        by_requests = snapshot.nodes[node].by_requests
         if node not in self._optimal:  # no fitted model for this node's class yet: the FairScheduler decides
             return self._delegate(snapshot, node, clock, "load model not fitted for this node class")
+        by_requests = snapshot.nodes[node].by_requests
         placements: list[Placement] = []
         profiling = self._profile_one(snapshot, node, clock)
         if profiling is not None:
@@ -114,12 +114,10 @@ class Dara(DaraOptimiser):
             why = Explanation(self.name, 0.0, reason)
             return self._place_map(snapshot, task, node, clock, why)
 
-        fair = self.fair
         return self.work_conserving(
             snapshot,
             node,
-            fair.fair_order(snapshot, "map"),
-            fair.fair_order(snapshot, "reduce"),
+            lambda kind: self.fair.fair_order(snapshot, kind),
             "work-conserving: x* leaves this room unused, Fair's next job takes it",
             place_map,
             cap,

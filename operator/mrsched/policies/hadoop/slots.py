@@ -161,28 +161,34 @@ class SlotPolicy(Policy):
         self,
         snapshot: ClusterSnapshot,
         node: str,
-        maps: list[Job],
-        reduces: list[Job],
+        order: Callable[[TaskType], list[Job]],
         why: str,
         place_map: Callable[[Task, str], Placement] | None = None,
         max_maps: float = math.inf,
+        reduces: bool = True,
     ) -> list[Placement]:
         """On a by-requests node, the room the policy's own rules left while a task could start there [ours,
         issue 51]: the papers' Hadoop-era mechanics (DARA's mix x*, one container per heartbeat, Random
         Peeking's skipped slot) assume slots that no other task could use, but on Kubernetes a place they leave
         empty is a pod that could run. Until nothing fits: the reduces of jobs whose maps are all placed
-        (:func:`reduces_first`), in ``reduces``' order, then maps in ``maps``' order (best locality first within
-        a job). Not the other reduces past slow-start: one of them would hold the place for as long as its
-        job maps, and the policy's own rules already decide when they start (in dara-wl13's and
-        three-generations' contest runs, seed 1, filling with them too cost diagnosis 5-8 % of mean job time).
+        (:func:`reduces_first`), then maps (best locality first within a job), each kind in ``order``'s jobs
+        (the composed Fair's), read only when the node has room. Not the other reduces past slow-start: one
+        of them would hold the place for as long as its job maps, and the policy's own rules already decide when
+        they start (in dara-wl13's and three-generations' contest runs, seed 1, filling with them too cost
+        diagnosis 5-8 % of mean job time).
         ``place_map`` lets a policy record the maps it learns from; ``max_maps`` is a concurrency its model
         chose for the node's maps (DARA's x*: more lowers the node's throughput, Eq 4.16), which the maps
-        placed here do not pass. A slot node gets nothing here."""
+        placed here do not pass; ``reduces`` False leaves every reduce to the policy. A slot node gets nothing
+        here."""
         if not snapshot.nodes[node].by_requests:
             return []
+        if snapshot.free_slots(node, "map") <= 0 and snapshot.free_slots(node, "reduce") <= 0:
+            return []  # full, the usual case on a busy cluster: no job order built for nothing
+        maps = order("map")
+        released = order("reduce") if reduces else []
 
         def reduce_of() -> Placement | None:
-            for job in reduces:
+            for job in released:
                 if not maps_placed(job):
                     continue
                 task = self.reduce_for(job, snapshot, node)
